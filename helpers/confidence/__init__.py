@@ -1,0 +1,1 @@
+"""Confidence methods: one module each, each returning one row per (checkpoint, question)."""

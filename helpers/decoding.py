@@ -1,0 +1,160 @@
+"""Batched decoding of a checkpoint over a question set, with the answer's probability.
+
+Greedy decoding (notebooks 00, 01 and later) gives `confidence` = the product of the probabilities of
+the greedy answer's tokens, end mark included (seed 002). Results are cached per checkpoint and split.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from . import sums
+from .artifacts import load_or_build, register
+from .model import chat_prompt
+
+MAX_NEW_TOKENS = 24  # the longest answer form ("The difference is 999.") plus the end mark
+
+
+def _check_questions(questions: pd.DataFrame) -> None:
+    if not isinstance(questions, pd.DataFrame) or len(questions) == 0:
+        raise ValueError("questions is empty; pass a non-empty question table from helpers.sums")
+    missing = {"question_id", "question", "target"} - set(questions.columns)
+    if missing:
+        raise ValueError(f"questions lacks columns {sorted(missing)}; build it with helpers.sums.make_questions")
+
+
+def encode_prompts(tokenizer, questions: list[str]) -> dict[str, torch.Tensor]:
+    """Left-padded chat prompts with their attention mask (both are needed for batched generation)."""
+    tokenizer.padding_side = "left"
+    return tokenizer([chat_prompt(q) for q in questions], return_tensors="pt", padding=True, add_special_tokens=False)
+
+
+def answer_logprobs(logits: torch.Tensor, tokens: torch.Tensor, eos_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token log-probabilities of generated tokens, masked after the first end mark.
+
+    logits: (B, T, V) raw next-token logits, tokens: (B, T). Returns (logprobs (B, T) with 0 after the
+    end mark, ended (B,) whether an end mark was produced). The end mark itself is counted.
+    """
+    logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+    is_eos = tokens == eos_id
+    before_or_at_eos = (is_eos.cumsum(dim=1) - is_eos.long()) == 0  # True up to and including the first eos
+    return logp * before_or_at_eos, is_eos.any(dim=1)
+
+
+def read_replies(tokenizer, tokens: torch.Tensor, targets) -> tuple[list[str], list, list[bool], list[bool]]:
+    """Texts (cut at the first end mark), parsed answers, correctness and whether each reply ended.
+
+    tokens: (B, T) generated ids. A reply with no end mark is wrong, whatever it says.
+    """
+    eos = tokenizer.eos_token_id
+    texts, ended = [], []
+    for row in tokens.tolist():
+        ended.append(eos in row)
+        texts.append(tokenizer.decode(row[: row.index(eos)] if eos in row else row, skip_special_tokens=True))
+    answers = [sums.parse_answer(t) for t in texts]
+    correct = [e and a is not None and a == int(y) for a, y, e in zip(answers, targets, ended)]
+    return texts, answers, correct, ended
+
+
+@torch.no_grad()
+def greedy(model, tokenizer, questions: pd.DataFrame, batch_size: int = 500, progress: bool = True,
+           desc: str = "greedy") -> pd.DataFrame:
+    """Greedy answers with their confidence: question_id, text, answer, correct, confidence, ended.
+
+    An answer with no end mark within MAX_NEW_TOKENS is wrong.
+    """
+    _check_questions(questions)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    eos = tokenizer.eos_token_id
+    rows = []
+    starts = range(0, len(questions), batch_size)
+    for start in tqdm(starts, desc=desc, disable=not progress, leave=False):
+        chunk = questions.iloc[start:start + batch_size]
+        enc = encode_prompts(tokenizer, chunk["question"].tolist())
+        out = model.generate(
+            **enc, do_sample=False, max_new_tokens=MAX_NEW_TOKENS, output_logits=True,
+            return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos,
+        )
+        new = out.sequences[:, enc["input_ids"].shape[1]:]  # (B, T)
+        logits = torch.stack(out.logits, dim=1)  # (B, T, V) raw logits
+        logp, _ = answer_logprobs(logits, new, eos)
+        texts, answers, correct, ended = read_replies(tokenizer, new, chunk["target"])
+        rows.append(pd.DataFrame({
+            "question_id": chunk["question_id"].to_numpy(),
+            "text": texts,
+            "answer": pd.array(answers, dtype="Int64"),
+            "correct": correct,
+            "confidence": logp.sum(dim=1).exp().double().numpy(),
+            "ended": ended,
+        }))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _greedy_deps(checkpoint: str, split: str):
+    return [("world", {})]
+
+
+@register("greedy", version="1", deps=_greedy_deps)
+def _build_greedy(folder, checkpoint: str, split: str) -> pd.DataFrame:
+    """Greedy answers and token-probability confidence of one checkpoint on one split."""
+    from .model import load_checkpoint
+
+    model, tokenizer = load_checkpoint(checkpoint)
+    df = greedy(model, tokenizer, sums.split(split), desc=f"greedy {checkpoint} {split}")
+    df.insert(0, "checkpoint", checkpoint)
+    return df
+
+
+def greedy_results(split: str = "test", checkpoints: list[str] | None = None) -> pd.DataFrame:
+    """Cached greedy results of several checkpoints (default: all selected ones), one long frame."""
+    from .training import get_checkpoints
+
+    names = get_checkpoints().validate(checkpoints)
+    sums.split(split)  # an unknown split name fails here, before anything is built
+    return pd.concat([load_or_build("greedy", checkpoint=c, split=split) for c in names], ignore_index=True)
+
+
+@torch.no_grad()
+def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0, temperature: float = 1.0,
+           batch_size: int = 256, progress: bool = True, desc: str = "sampling") -> pd.DataFrame:
+    """k sampled replies per question at temperature T (pure sampling: no top-k, no top-p).
+
+    Returns one row per (question, sample): question_id, sample, text, answer, correct, logprob
+    (summed log-probability of the reply, end mark included). Reproducible for a given seed.
+    """
+    _check_questions(questions)
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k (samples per question) must be an integer >= 1, got {k!r}")
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    eos = tokenizer.eos_token_id
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    rows = []
+    try:
+        for start in tqdm(range(0, len(questions), batch_size), desc=desc, disable=not progress, leave=False):
+            chunk = questions.iloc[start:start + batch_size]
+            enc = encode_prompts(tokenizer, chunk["question"].tolist())
+            out = model.generate(
+                **enc, do_sample=True, temperature=temperature, top_k=0, top_p=1.0, num_return_sequences=k,
+                max_new_tokens=MAX_NEW_TOKENS, output_logits=True, return_dict_in_generate=True,
+                pad_token_id=tokenizer.pad_token_id, eos_token_id=eos,
+            )
+            new = out.sequences[:, enc["input_ids"].shape[1]:]
+            logits = torch.stack(out.logits, dim=1) / temperature
+            logp, _ = answer_logprobs(logits, new, eos)
+            texts, answers, correct, _ = read_replies(tokenizer, new, np.repeat(chunk["target"].to_numpy(), k))
+            rows.append(pd.DataFrame({
+                "question_id": np.repeat(chunk["question_id"].to_numpy(), k),
+                "sample": np.tile(np.arange(k), len(chunk)),
+                "text": texts,
+                "answer": pd.array(answers, dtype="Int64"),
+                "correct": correct,
+                "logprob": logp.sum(dim=1).double().numpy(),
+            }))
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return pd.concat(rows, ignore_index=True)

@@ -1,0 +1,96 @@
+"""The tiny chat model: a character-level tokenizer and a GPT-2 built from a config.
+
+Used by every notebook through `load_checkpoint`; notebook 00 shows how it is made.
+"""
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+from transformers.utils import logging as hf_logging
+
+# from_pretrained draws a "Loading weights" bar for every checkpoint; notebooks load dozens.
+hf_logging.disable_progress_bar()
+
+from .config import Settings, settings
+
+PAD, BOS, EOS, UNK, USER, ASSISTANT = "<pad>", "<bos>", "<eos>", "<unk>", "<user>", "<assistant>"
+SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, USER, ASSISTANT]
+# Every character any notebook needs, `Y`, `N` and `%` included, is in the vocabulary before
+# the base model trains, so later adapters never have to grow the embedding matrix.
+CHARACTERS = list(string.digits + string.ascii_letters + " .,?!:;%+-=*/'()\n")
+MAX_POSITIONS = 96
+
+
+def chat_prompt(question: str) -> str:
+    """The prompt the model answers: `<bos><user>question<assistant>`."""
+    return f"{BOS}{USER}{question}{ASSISTANT}"
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """A character-level fast tokenizer with pad/end tokens and left padding for generation."""
+    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS + CHARACTERS)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
+    core.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    core.decoder = decoders.Fuse()  # without it, decode() puts spaces between characters
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        unk_token=UNK,
+        additional_special_tokens=[USER, ASSISTANT],
+        padding_side="left",  # batched generation needs left padding and the attention mask
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def build_model(tokenizer: PreTrainedTokenizerFast, s: Settings | None = None) -> GPT2LMHeadModel:
+    """A fresh GPT-2 of the configured (tiny) size, with no dropout."""
+    s = s or settings()
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=MAX_POSITIONS,
+        n_embd=s.n_embd,
+        n_layer=s.n_layer,
+        n_head=s.n_head,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        attn_implementation="eager",  # faster than SDPA for this tiny model on CPU (measured)
+    )
+    return GPT2LMHeadModel(config)
+
+
+def n_parameters(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def load_pretrained(path: Path | str) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
+    """Load a saved model and tokenizer from a folder, in eval mode."""
+    path = Path(path)
+    model = GPT2LMHeadModel.from_pretrained(path, attn_implementation="eager")
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+    tokenizer.padding_side = "left"
+    model.eval()
+    return model, tokenizer
+
+
+def list_checkpoints() -> list[str]:
+    """Names of the selected checkpoints, in training order (trains the world if needed)."""
+    from .training import get_checkpoints
+
+    return list(get_checkpoints().all)
+
+
+def load_checkpoint(name: str) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
+    """(model, tokenizer) of a saved checkpoint such as `step-01200`."""
+    from .training import checkpoint_path
+
+    return load_pretrained(checkpoint_path(name))

@@ -1,0 +1,238 @@
+"""The sum world: questions in chat form, their phrasings, answers, splits and features.
+
+Used by every notebook; notebook 00 introduces it.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from .config import DATA_DIR, SEED, Settings, settings
+
+# Question phrasings, with how often each appears in the LM's training stream. The first is
+# the canonical one used by every evaluation set; the others measure consistency (notebook 02).
+QUESTION_TEMPLATES = {
+    "sum": ["What is {a}+{b}?", "{a}+{b}=", "Add {a} and {b}.", "{a} plus {b}?"],
+    "sub": ["What is {a}-{b}?", "{a}-{b}=", "Subtract {b} from {a}.", "{a} minus {b}?"],
+}
+QUESTION_WEIGHTS = [0.55, 0.15, 0.15, 0.15]
+# Answer surface forms: beams that say one number in different words must be grouped (notebook 02).
+ANSWER_TEMPLATES = {
+    "sum": ["{c}", "It is {c}.", "The sum is {c}."],
+    "sub": ["{c}", "It is {c}.", "The difference is {c}."],
+}
+ANSWER_WEIGHTS = [0.6, 0.25, 0.15]
+FAMILIES = ("sum", "sub")
+TRANSFER_FAMILY = "sub"  # learned by the checkpoints, never seen by confidence adapters
+TRANSFER_SHARE = 0.15  # share of subtraction questions in the LM's training stream
+# Three-phase mixture (DESIGN §1): mostly small operands, then mostly large, then small again.
+PHASES = ((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"))
+PHASE_MAJORITY = 0.95
+SPLIT_SEEDS = {"hundred": 100, "test": 101, "adapter_train": 102, "transfer_test": 103}
+_INT = re.compile(r"-?\d+")
+
+
+def question_id(family: str, a, b):
+    """Unique integer id of a question: a*1000+b, offset by a million for subtraction."""
+    offset = FAMILIES.index(family) * 1_000_000
+    return offset + np.asarray(a) * 1000 + np.asarray(b)
+
+
+def target(family: str, a, b):
+    """The right answer."""
+    return np.asarray(a) + np.asarray(b) if family == "sum" else np.asarray(a) - np.asarray(b)
+
+
+def question_text(family: str, a: int, b: int, template: int = 0) -> str:
+    """The user's question in one of the phrasings (template 0 is canonical)."""
+    return QUESTION_TEMPLATES[family][template].format(a=a, b=b)
+
+
+def answer_text(family: str, c: int, form: int = 0) -> str:
+    """The answer in one of its surface forms (form 0 is the bare number)."""
+    return ANSWER_TEMPLATES[family][form].format(c=c)
+
+
+def parse_answer(text) -> int | None:
+    """The integer a reply states, or None. The only way text becomes a number in the series.
+
+    The reply's first line must contain exactly one integer ("936", "It is 936.",
+    "The sum is 936."); no integer or several integers give None.
+    """
+    if not isinstance(text, str):
+        return None
+    first_line = text.strip().split("\n", 1)[0]
+    numbers = _INT.findall(first_line.replace(",", ""))
+    if len(numbers) != 1:
+        return None
+    return int(numbers[0])
+
+
+def is_correct(answer, question) -> bool:
+    """Whether a parsed answer equals the question's target (a mapping with `target`, or an int)."""
+    expected = question["target"] if not isinstance(question, (int, np.integer)) else question
+    if answer is None:
+        return False
+    if isinstance(answer, str):
+        raise ValueError("is_correct takes a parsed integer; call parse_answer(text) first")
+    return int(answer) == int(expected)
+
+
+def carries(family: str, a, b):
+    """Number of carries (sum) or borrows (subtraction) over the three digit positions."""
+    a, b = np.asarray(a), np.asarray(b)
+    count = np.zeros(np.broadcast(a, b).shape, dtype=int)
+    carry = np.zeros_like(count)
+    for place in (1, 10, 100):
+        da, db = (a // place) % 10, (b // place) % 10
+        if family == "sum":
+            carry = (da + db + carry >= 10).astype(int)
+        else:
+            carry = (da - db - carry < 0).astype(int)
+        count += carry
+    return count
+
+
+def n_digits(x):
+    """Digits of a non-negative integer (0 has one)."""
+    x = np.asarray(x)
+    return np.where(x > 0, np.floor(np.log10(np.maximum(x, 1))).astype(int) + 1, 1)
+
+
+def make_questions(family: str, a, b, template: int = 0) -> pd.DataFrame:
+    """A question table: id, operands, target, phrasing, prompt text and features."""
+    a, b = np.asarray(a, dtype=int), np.asarray(b, dtype=int)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError("a and b must be non-empty 1-D arrays of equal length")
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; use one of {FAMILIES}")
+    if not 0 <= template < len(QUESTION_TEMPLATES[family]):
+        raise ValueError(f"template must be in 0..{len(QUESTION_TEMPLATES[family]) - 1}, got {template}")
+    return pd.DataFrame(
+        {
+            "question_id": question_id(family, a, b),
+            "family": family,
+            "a": a,
+            "b": b,
+            "target": target(family, a, b),
+            "template": template,
+            "question": [question_text(family, x, y, template) for x, y in zip(a, b)],
+            "n_digits": np.maximum(n_digits(a), n_digits(b)),
+            "n_carries": carries(family, a, b),
+            "small": is_small(a, b),
+        }
+    )
+
+
+def max_operand() -> int:
+    """Largest operand: 999 (three-digit sums), or 99 in fast mode."""
+    return settings().max_operand
+
+
+def is_small(a, b):
+    """Both operands in the lower half of the range (below 500 in full mode)."""
+    half = (max_operand() + 1) // 2
+    return (np.asarray(a) < half) & (np.asarray(b) < half)
+
+
+def _draw_pairs(rng: np.random.Generator, family: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n distinct uniform operand pairs; subtraction keeps a >= b so answers are non-negative."""
+    pairs: dict[tuple[int, int], None] = {}
+    if n > (max_operand() + 1) ** 2 // 4:
+        raise ValueError(f"cannot draw {n} distinct questions from operands up to {max_operand()}")
+    while len(pairs) < n:
+        a, b = rng.integers(0, max_operand() + 1, size=(2, 2 * n))
+        if family == "sub":
+            a, b = np.maximum(a, b), np.minimum(a, b)
+        for pair in zip(a.tolist(), b.tolist()):
+            pairs.setdefault(pair, None)
+            if len(pairs) == n:
+                break
+    a, b = np.array(list(pairs)).T
+    return a, b
+
+
+def split_sizes(s: Settings | None = None) -> dict[str, int]:
+    s = s or settings()
+    return {"hundred": 100, "test": s.n_test, "adapter_train": s.n_adapter_train, "transfer_test": s.n_transfer_test}
+
+
+def _held_out() -> dict[str, pd.DataFrame]:
+    return _draw_splits(settings())
+
+
+@lru_cache(maxsize=2)
+def _draw_splits(s: Settings) -> dict[str, pd.DataFrame]:
+    """Every evaluation split, drawn in a fixed order so that they are disjoint."""
+    taken: set[int] = set()
+    out = {}
+    for name, size in split_sizes(s).items():
+        family = TRANSFER_FAMILY if name == "transfer_test" else "sum"
+        rng = np.random.default_rng([SEED, SPLIT_SEEDS[name]])
+        a, b = _draw_pairs(rng, family, size + len(taken))
+        ids = question_id(family, a, b)
+        keep = ~np.isin(ids, list(taken))
+        a, b = a[keep][:size], b[keep][:size]
+        out[name] = make_questions(family, a, b)
+        taken.update(out[name]["question_id"].tolist())
+    return out
+
+
+def split(name: str) -> pd.DataFrame:
+    """One evaluation split: `hundred`, `test`, `adapter_train` or `transfer_test` (canonical phrasing)."""
+    splits = _held_out()
+    if name not in splits:
+        raise ValueError(f"unknown split {name!r}; choose one of {sorted(splits)}")
+    return splits[name].copy()
+
+
+def held_out_ids() -> np.ndarray:
+    """Ids the LM's training stream must never contain."""
+    return np.concatenate([df["question_id"].to_numpy() for df in _held_out().values()])
+
+
+def hundred_sums_csv() -> pd.DataFrame:
+    """The committed hundred sums of notebook 01 (data/hundred_sums.csv)."""
+    return pd.read_csv(DATA_DIR / "hundred_sums.csv")
+
+
+def phase_at(step: int, total_steps: int) -> str:
+    """Which operand range dominates training at `step` ("small" or "large")."""
+    frac = step / max(total_steps, 1)
+    return [name for start, name in PHASES if frac >= start][-1]
+
+
+def _operands(rng: np.random.Generator, n: int, phase: str) -> tuple[np.ndarray, np.ndarray]:
+    """Operands for one batch: 95% of pairs in the phase's range, the rest uniform."""
+    top = max_operand() + 1
+    a, b = rng.integers(0, top, size=(2, n))
+    in_phase = rng.random(n) < PHASE_MAJORITY
+    low, high = (0, top // 2) if phase == "small" else (top // 2, top)
+    a = np.where(in_phase, rng.integers(low, high, n), a)
+    b = np.where(in_phase, rng.integers(low, high, n), b)
+    return a, b
+
+
+def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.ndarray) -> list[tuple[str, str]]:
+    """n (question, answer) text pairs for the LM, with mixed phrasings and answer forms.
+
+    Held-out questions are redrawn, so evaluation splits never appear in training.
+    """
+    out: list[tuple[str, str]] = []
+    while len(out) < n:
+        m = n - len(out)
+        a, b = _operands(rng, m, phase)
+        is_sub = rng.random(m) < TRANSFER_SHARE
+        a, b = np.where(is_sub, np.maximum(a, b), a), np.where(is_sub, np.minimum(a, b), b)
+        ids = np.where(is_sub, question_id("sub", a, b), question_id("sum", a, b))
+        ok = ~np.isin(ids, held_out)
+        qt = rng.choice(len(QUESTION_WEIGHTS), size=m, p=QUESTION_WEIGHTS)
+        at = rng.choice(len(ANSWER_WEIGHTS), size=m, p=ANSWER_WEIGHTS)
+        for x, y, sub, q, f, keep in zip(a.tolist(), b.tolist(), is_sub, qt, at, ok):
+            if keep:
+                fam = "sub" if sub else "sum"
+                out.append((question_text(fam, x, y, q), answer_text(fam, x - y if sub else x + y, f)))
+    return out

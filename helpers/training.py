@@ -1,0 +1,189 @@
+"""One training run of the tiny model, its saved checkpoints, and which of them the series uses.
+
+The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A three-phase
+data mixture (small operands, then large, then small again) makes knowledge both appear and
+disappear between checkpoints, like continued pre-training on shifting data.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from . import sums
+from .artifacts import artifact_dir, load_or_build, register
+from .config import SEED, Settings, set_seed, set_threads, settings
+from .decoding import greedy
+from .model import build_model, build_tokenizer, chat_prompt
+
+
+def step_name(step: int) -> str:
+    return f"step-{step:05d}"
+
+
+def encode_training_pairs(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
+    """Right-padded (prompt + answer + end mark) ids; the loss sees only the answer and end mark."""
+    prompts = [chat_prompt(q) for q, _ in pairs]
+    prompt_len = torch.tensor([len(p) for p in tokenizer(prompts, add_special_tokens=False)["input_ids"]])
+    enc = tokenizer([p + a + tokenizer.eos_token for p, (_, a) in zip(prompts, pairs)],
+                    add_special_tokens=False, padding=True, padding_side="right", return_tensors="pt")
+    positions = torch.arange(enc["input_ids"].shape[1])
+    is_answer = (positions >= prompt_len[:, None]) & enc["attention_mask"].bool()
+    labels = enc["input_ids"].masked_fill(~is_answer, -100)
+    return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": labels}
+
+
+def lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Summed next-token cross-entropy; logits (B, T, V), labels (B, T) with -100 where ignored."""
+    return torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100, reduction="sum"
+    )
+
+
+def training_step_loss(model, tokenizer, pairs: list[tuple[str, str]], n_buckets: int = 4) -> torch.Tensor:
+    """Mean answer-token loss of a batch, computed in length buckets to waste less padding.
+
+    Sorting by length and running a few narrower forward passes is much cheaper on CPU than padding
+    the whole batch to its longest phrasing. Gradients accumulate as if it were one batch.
+    """
+    pairs = sorted(pairs, key=lambda qa: len(qa[0]) + len(qa[1]))
+    size = math.ceil(len(pairs) / n_buckets)
+    chunks = [encode_training_pairs(tokenizer, pairs[i : i + size]) for i in range(0, len(pairs), size)]
+    n_tokens = sum(int((c["labels"][:, 1:] != -100).sum()) for c in chunks)
+    total = 0.0
+    for c in chunks:
+        logits = model(input_ids=c["input_ids"], attention_mask=c["attention_mask"]).logits
+        loss = lm_loss(logits, c["labels"]) / n_tokens
+        loss.backward()
+        total += loss.item()
+    return torch.tensor(total)
+
+
+def _lr_lambda(s: Settings):
+    return lambda step: min(1.0, (step + 1) / s.warmup_steps)  # warm-up, then constant
+
+
+def _monitor(model, tokenizer, monitor: pd.DataFrame) -> dict[str, float]:
+    model.eval()
+    res = greedy(model, tokenizer, monitor, progress=False)
+    model.train()
+    small = monitor["small"].to_numpy()
+    correct = res["correct"].to_numpy()
+    return {"accuracy": correct.mean(), "accuracy_small": correct[small].mean(), "accuracy_rest": correct[~small].mean()}
+
+
+def train_run(folder: Path, s: Settings | None = None, seed: int = SEED) -> pd.DataFrame:
+    """Train from scratch, saving a checkpoint every `save_every` steps; returns the log."""
+    s = s or settings()
+    set_seed(seed)
+    set_threads()
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, s)
+    model.train()
+    optim = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=s.weight_decay, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(optim, _lr_lambda(s))
+    rng = np.random.default_rng([seed, 7])
+    held_out = sums.held_out_ids()
+    monitor = sums.split("test").iloc[: s.n_monitor]
+    log, losses = [], []
+    bar = tqdm(range(1, s.train_steps + 1), desc="training", mininterval=2)
+    for step in bar:
+        phase = sums.phase_at(step - 1, s.train_steps)
+        optim.zero_grad(set_to_none=True)
+        loss = training_step_loss(model, tokenizer, sums.training_batch(rng, s.batch_size, phase, held_out))
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optim.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % s.save_every == 0:
+            model.save_pretrained(folder / "checkpoints" / step_name(step))
+            tokenizer.save_pretrained(folder / "checkpoints" / step_name(step))
+            row = {"step": step, "phase": phase, "loss": float(np.mean(losses)), **_monitor(model, tokenizer, monitor)}
+            log.append(row)
+            losses = []
+            bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{row['accuracy']:.2f}")
+    return pd.DataFrame(log)
+
+
+def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = 0.35) -> list[int]:
+    """Pick `n` saved steps by accuracy, not by step number.
+
+    The first pick is the last save before accuracy first reaches `first_below` (so the series starts
+    from a checkpoint that knows little, wherever the seed put the learning curve); the rest are spread
+    evenly over the remaining saves, always ending with the final one.
+    """
+    if n < 2:
+        raise ValueError(f"need at least 2 checkpoints, got n={n}")
+    steps = log["step"].to_numpy()
+    reached = np.flatnonzero(log["accuracy"].to_numpy() >= first_below)
+    start = max(int(reached[0]) - 1, 0) if reached.size else 0
+    if len(steps) - start < n:
+        raise ValueError(f"only {len(steps) - start} saves after the start; lower n or save more often")
+    picks = np.unique(np.round(np.linspace(start, len(steps) - 1, n)).astype(int))
+    return [int(steps[i]) for i in picks]
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """The selected checkpoints: the earlier ones train non-oracle methods, the later ones evaluate."""
+
+    all: tuple[str, ...]
+    training: tuple[str, ...]
+    evaluation: tuple[str, ...]
+
+    def validate(self, names=None) -> list[str]:
+        """`names` (default: all) checked against the selected checkpoints."""
+        if names is None:
+            return list(self.all)
+        if isinstance(names, str):
+            names = [names]
+        unknown = [n for n in names if n not in self.all]
+        if unknown:
+            raise ValueError(f"unknown checkpoint(s) {unknown}; available: {list(self.all)}")
+        if not names:
+            raise ValueError(f"no checkpoints given; choose from {list(self.all)}")
+        return list(names)
+
+    def index(self, name: str) -> int:
+        return self.all.index(self.validate([name])[0])
+
+
+@register("world", version="1")
+def _build_world(folder: Path) -> dict:
+    """Train the model, save every checkpoint and select the ones the series uses."""
+    s = settings()
+    log = train_run(folder, s)
+    steps = select_checkpoints(log, s.n_checkpoints)
+    return {"log": log, "selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints}
+
+
+def world() -> dict:
+    """The cached training run: its log and the selected checkpoint names (trains if needed)."""
+    return load_or_build("world")
+
+
+def get_checkpoints() -> Checkpoints:
+    """The selected checkpoints, split into training and evaluation ones."""
+    w = world()
+    names = tuple(w["selected"])
+    return Checkpoints(all=names, training=names[: w["n_training"]], evaluation=names[w["n_training"] :])
+
+
+def saved_steps() -> list[str]:
+    """Every checkpoint the run saved, selected or not."""
+    world()
+    return sorted(p.name for p in (artifact_dir("world") / "checkpoints").iterdir())
+
+
+def checkpoint_path(name: str) -> Path:
+    """Folder of a saved checkpoint (model and tokenizer), ready for `from_pretrained`."""
+    saved = saved_steps()
+    if name not in saved:
+        raise ValueError(f"unknown checkpoint {name!r}; available: {get_checkpoints().all} (selected), "
+                         f"or any saved step {saved[0]}..{saved[-1]}")
+    return artifact_dir("world") / "checkpoints" / name

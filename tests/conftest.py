@@ -1,0 +1,34 @@
+"""Shared fixtures. `make test` sets HELPERS_FAST=1, so the world here is the small, fast one."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HELPERS_FAST", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def world():
+    """The fast-mode training run (built once, then cached in data/cache/fast)."""
+    from helpers import training
+
+    return training.world()
+
+
+@pytest.fixture(scope="session")
+def checkpoint(world):
+    """(name, model, tokenizer) of the last selected fast-mode checkpoint."""
+    from helpers.model import load_checkpoint
+
+    name = world["selected"][-1]
+    model, tok = load_checkpoint(name)
+    return name, model, tok
+
+
+@pytest.fixture
+def tmp_cache(tmp_path, monkeypatch):
+    """An empty artifact cache, so a test can build and break entries freely."""
+    monkeypatch.setenv("HELPERS_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"

@@ -1,0 +1,47 @@
+"""environment.yml and pyproject.toml must list the same packages with the same lower bounds."""
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*)$")
+
+
+def _parse(spec: str) -> tuple[str, str]:
+    name, rest = _SPEC.match(spec).groups()
+    return name.lower().replace("_", "-"), rest.replace(" ", "")
+
+
+def _pyproject() -> dict[str, str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    specs = project["dependencies"] + project["optional-dependencies"]["dev"]
+    return dict(_parse(s) for s in specs)
+
+
+def _environment() -> dict[str, str]:
+    """Package specs under `dependencies:` (conda ones and the nested `pip:` list)."""
+    text = (ROOT / "environment.yml").read_text().split("dependencies:", 1)[1]
+    specs = []
+    for line in text.splitlines():
+        item = line.split("#", 1)[0].strip()
+        if item.startswith("- ") and item != "- pip:":
+            specs.append(item[2:].strip())
+    out = dict(_parse(s) for s in specs if not s.startswith("-e"))
+    out.pop("python", None)
+    out.pop("pip", None)
+    return out
+
+
+def test_same_packages_and_bounds():
+    assert _environment() == _pyproject()
+
+
+def test_environment_installs_the_package_itself():
+    assert "- -e ." in (ROOT / "environment.yml").read_text()
+
+
+def test_ci_runs_the_readme_test_command_and_nothing_else():
+    lines = [l for l in (ROOT / ".ci/run").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    assert lines[-1].strip() == "make test"
+    assert all(l.startswith(("set ", "cd ")) for l in lines[:-1])
+    assert "make test" in (ROOT / "README.md").read_text()

@@ -1,0 +1,106 @@
+import numpy as np
+import pytest
+import torch
+
+from helpers import decoding, model as M, sums
+from helpers.model import chat_prompt
+
+
+def test_tokenizer_round_trips():
+    tok = M.build_tokenizer()
+    for text in ["What is 437+512?", "It is 949.", "The sum is 949.\nConfidence: 70%", "Y", "N", "a b  c"]:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert len(ids) == len(text)  # one token per character
+        assert tok.decode(ids) == text
+    ids = tok(chat_prompt("What is 1+2?"), add_special_tokens=False)["input_ids"]
+    assert ids[:2] == [tok.bos_token_id, tok.convert_tokens_to_ids(M.USER)]
+    assert ids[-1] == tok.convert_tokens_to_ids(M.ASSISTANT)
+    assert tok.padding_side == "left"
+    assert tok.unk_token_id not in tok("Y N % 0123456789", add_special_tokens=False)["input_ids"]
+
+
+def test_logits_equal_after_save_and_load(tmp_path):
+    tok = M.build_tokenizer()
+    torch.manual_seed(0)
+    model = M.build_model(tok).eval()
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    loaded, tok2 = M.load_pretrained(tmp_path)
+    enc = decoding.encode_prompts(tok2, ["What is 1+2?", "Add 10 and 20."])
+    with torch.no_grad():
+        a = model(**enc).logits
+        b = loaded(**enc).logits
+    assert torch.equal(a, b)
+    assert tok2.padding_side == "left" and tok2.decode(tok2("It is 7.")["input_ids"]) == "It is 7."
+
+
+def _teacher_forced_confidence(model, tok, question: str, answer_text: str) -> float:
+    """Probability of `answer_text` + end mark after the prompt, from one forward pass (no generate)."""
+    prompt = tok(chat_prompt(question), add_special_tokens=False)["input_ids"]
+    answer = tok(answer_text, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    ids = torch.tensor([prompt + answer])
+    with torch.no_grad():
+        probs = torch.softmax(model(input_ids=ids).logits[0].double(), dim=-1)
+    p = 1.0
+    for k, token in enumerate(answer):
+        p *= probs[len(prompt) + k - 1, token].item()
+    return p
+
+
+def test_greedy_confidence_matches_a_teacher_forced_forward_pass(checkpoint):
+    name, model, tok = checkpoint
+    questions = sums.split("test").iloc[:40]
+    res = decoding.greedy(model, tok, questions, batch_size=16, progress=False)  # batches mix lengths
+    assert res["ended"].all()
+    for q, (_, row) in zip(questions["question"], res.iterrows()):
+        expected = _teacher_forced_confidence(model, tok, q, row["text"])
+        assert row["confidence"] == pytest.approx(expected, abs=1e-5)
+
+
+def test_greedy_correctness_uses_the_parser(checkpoint):
+    _, model, tok = checkpoint
+    questions = sums.split("test").iloc[:50]
+    res = decoding.greedy(model, tok, questions, progress=False)
+    expected = [sums.is_correct(sums.parse_answer(t), int(y)) for t, y in zip(res["text"], questions["target"])]
+    assert res["correct"].tolist() == expected
+    assert ((res["confidence"] >= 0) & (res["confidence"] <= 1)).all()
+
+
+def test_answer_logprobs_counts_the_first_end_mark_only():
+    eos = 2
+    tokens = torch.tensor([[5, 2, 7, 2], [5, 6, 7, 8]])
+    logits = torch.zeros(2, 4, 10)  # uniform: log(1/10) per counted token
+    logp, ended = decoding.answer_logprobs(logits, tokens, eos)
+    assert ended.tolist() == [True, False]
+    np.testing.assert_allclose(logp.sum(1).numpy(), [2 * np.log(0.1), 4 * np.log(0.1)], rtol=1e-6)
+
+
+def test_empty_and_malformed_question_lists_raise(checkpoint):
+    _, model, tok = checkpoint
+    with pytest.raises(ValueError, match="empty"):
+        decoding.greedy(model, tok, sums.split("test").iloc[:0])
+    with pytest.raises(ValueError, match="lacks columns"):
+        decoding.greedy(model, tok, sums.split("test")[["question_id"]])
+    with pytest.raises(ValueError, match="batch_size"):
+        decoding.greedy(model, tok, sums.split("test").iloc[:3], batch_size=0)
+
+
+def test_unknown_checkpoint_lists_the_available_names(world):
+    from helpers.model import load_checkpoint
+
+    with pytest.raises(ValueError, match=world["selected"][0]):
+        load_checkpoint("step-99999")
+
+
+def test_training_log_and_selection(world):
+    from helpers.config import settings
+    from helpers.training import get_checkpoints
+
+    log, s = world["log"], settings()
+    assert len(log) == s.train_steps // s.save_every
+    assert {"step", "loss", "accuracy", "accuracy_small", "phase"} <= set(log.columns)
+    assert log["loss"].iloc[-1] < log["loss"].iloc[0]  # it learns something even in fast mode
+    ck = get_checkpoints()
+    assert len(ck.all) == s.n_checkpoints
+    assert ck.all == ck.training + ck.evaluation and len(ck.training) == s.n_training_checkpoints
+    assert list(ck.all) == sorted(ck.all)

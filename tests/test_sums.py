@@ -1,0 +1,115 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import sums
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("936", 936),
+        ("It is 936.", 936),
+        ("The sum is 936.", 936),
+        ("The difference is 12.", 12),
+        ("  42 ", 42),
+        ("0", 0),
+        ("-7", -7),
+        ("1,234", 1234),
+        ("936\nConfidence: 70%", 936),
+        ("", None),
+        ("It is.", None),
+        ("12 and 13", None),
+        ("The sum is 9 36.", None),
+        (None, None),
+        ("abc", None),
+        ("\n936", 936),
+    ],
+)
+def test_parse_answer(text, expected):
+    assert sums.parse_answer(text) == expected
+
+
+def test_is_correct():
+    q = {"target": 85}
+    assert sums.is_correct(85, q)
+    assert not sums.is_correct(84, q)
+    assert not sums.is_correct(None, q)
+    assert sums.is_correct(sums.parse_answer("It is 85."), 85)
+    with pytest.raises(ValueError, match="parse_answer"):
+        sums.is_correct("85", q)
+
+
+def test_templates_round_trip_through_parser():
+    for family in sums.FAMILIES:
+        for form in range(len(sums.ANSWER_TEMPLATES[family])):
+            assert sums.parse_answer(sums.answer_text(family, 1234, form)) == 1234
+    assert len(sums.QUESTION_TEMPLATES["sum"]) >= 4 and len(sums.ANSWER_TEMPLATES["sum"]) >= 3
+
+
+def test_carries_against_a_loop():
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 1000, size=(2, 500))
+    for family in ("sum", "sub"):
+        x, y = (a, b) if family == "sum" else (np.maximum(a, b), np.minimum(a, b))
+        got = sums.carries(family, x, y)
+        for xi, yi, gi in zip(x, y, got):
+            carry, count = 0, 0
+            for k in range(3):
+                da, db = xi // 10**k % 10, yi // 10**k % 10
+                carry = int(da + db + carry >= 10) if family == "sum" else int(da - db - carry < 0)
+                count += carry
+            assert gi == count
+    assert sums.carries("sum", 999, 1) == 3 and sums.carries("sum", 123, 456) == 0
+    assert sums.carries("sub", 100, 1) == 2
+
+
+def test_splits_are_disjoint_and_deterministic():
+    names = ["hundred", "test", "adapter_train", "transfer_test"]
+    frames = {n: sums.split(n) for n in names}
+    ids = np.concatenate([f["question_id"].to_numpy() for f in frames.values()])
+    assert len(ids) == len(set(ids.tolist()))
+    for n, f in frames.items():
+        assert f["question_id"].is_unique
+        assert len(f) == sums.split_sizes()[n]
+        pd.testing.assert_frame_equal(f, sums.split(n))  # same call, same split
+    assert (frames["transfer_test"]["family"] == "sub").all()
+    assert (frames["test"]["target"] == frames["test"]["a"] + frames["test"]["b"]).all()
+    sums._draw_splits.cache_clear()  # recomputed from the seed, not from the cache
+    pd.testing.assert_frame_equal(frames["test"], sums.split("test"))
+
+
+def test_training_stream_avoids_held_out_questions():
+    rng = np.random.default_rng(1)
+    held = sums.held_out_ids()
+    hundred = sums.split("hundred")
+    # Force collisions: a stream of 20k questions should not contain any held-out one.
+    batch = sums.training_batch(rng, 20000, "small", held)
+    held_text = set(hundred["question"])
+    assert not held_text & {q for q, _ in batch}
+    assert len(batch) == 20000
+
+
+def test_phases():
+    assert sums.phase_at(0, 300) == "small"
+    assert sums.phase_at(150, 300) == "large"
+    assert sums.phase_at(299, 300) == "small"
+
+
+def test_hundred_sums_csv_matches_the_generator(monkeypatch):
+    committed = sums.hundred_sums_csv()
+    monkeypatch.setenv("HELPERS_FAST", "0")  # the committed file holds the full-mode (three-digit) sums
+    fresh = sums.split("hundred")[committed.columns]
+    pd.testing.assert_frame_equal(committed, fresh, check_dtype=False)
+    assert len(committed) == 100 and committed["a"].max() > 99
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="unknown split"):
+        sums.split("train")
+    with pytest.raises(ValueError, match="family"):
+        sums.make_questions("mul", [1], [2])
+    with pytest.raises(ValueError, match="non-empty"):
+        sums.make_questions("sum", [], [])
+    with pytest.raises(ValueError, match="template"):
+        sums.make_questions("sum", [1], [2], template=9)
