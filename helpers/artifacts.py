@@ -37,16 +37,23 @@ class Artifact:
     version: str = "1"
     deps: Callable[..., list[tuple[str, dict]]] = field(default=lambda **_: [])
     describe: str = ""
+    settings_keys: tuple[str, ...] | None = None  # the sizes it depends on (None: all of them)
 
 
 REGISTRY: dict[str, Artifact] = {}
 
 
-def register(name: str, version: str = "1", deps: Callable[..., list] | None = None):
-    """Decorator: register `build(folder, **params)` as the builder of artifact `name`."""
+def register(name: str, version: str = "1", deps: Callable[..., list] | None = None,
+             settings_keys: tuple[str, ...] | None = None):
+    """Decorator: register `build(folder, **params)` as the builder of artifact `name`.
+
+    `settings_keys` names the sizes in `config.Settings` the result depends on, so that changing an
+    unrelated size (say, of a later notebook) does not retrain the model.
+    """
 
     def wrap(fn):
-        REGISTRY[name] = Artifact(name, fn, version, deps or (lambda **_: []), (fn.__doc__ or "").strip())
+        REGISTRY[name] = Artifact(name, fn, version, deps or (lambda **_: []), (fn.__doc__ or "").strip(),
+                                  settings_keys)
         return fn
 
     return wrap
@@ -73,12 +80,15 @@ def config_hash(name: str, **params) -> str:
     """Hash of everything that determines the artifact, upstream artifacts included."""
     art = _artifact(name)
     upstream = [config_hash(dep, **dep_params) for dep, dep_params in art.deps(**params)]
+    sizes = settings_dict()
+    if art.settings_keys is not None:
+        sizes = {key: sizes[key] for key in art.settings_keys}
     payload = {
         "name": name,
         "version": art.version,
         "world": WORLD_VERSION,
         "params": params,
-        "settings": settings_dict(),
+        "settings": sizes,
         "fast": fast_mode(),
         "seed": SEED,
         "upstream": upstream,
@@ -209,7 +219,7 @@ def built_seconds(name: str, **params) -> float | None:
 
 def _ensure_registered() -> None:
     """Import the modules that register artifacts."""
-    from . import decoding, training  # noqa: F401
+    from . import decoding, rl, training  # noqa: F401
 
 
 # Builds that `python -m helpers build` runs after the world and the greedy results: (name, callable)

@@ -80,7 +80,15 @@ class Settings:
     n_monitor: int  # test questions scored at every save, for checkpoint selection
     min_contrast: int  # pairs with fewer contrast questions are skipped
     min_contrast_transfer: int
-    max_operand: int = 999  # fast mode asks two-digit sums, which a tiny model learns in seconds
+    max_operand: int = 999  # fast mode asks two-digit sums
+    # Post-training (notebook 01): a small SFT set seen many times, then GRPO.
+    sft_questions: int = 100
+    sft_epochs: int = 20
+    sft_lr: float = 1e-3
+    grpo_steps: int = 40
+    grpo_prompts: int = 64
+    grpo_group: int = 8
+    grpo_lr: float = 3e-4
     n_layer: int = 2
     n_embd: int = 64
     n_head: int = 4
@@ -98,7 +106,15 @@ FAST = Settings(
     train_steps=800, batch_size=64, save_every=100, n_checkpoints=5, n_training_checkpoints=2,
     n_test=400, n_adapter_train=400, n_transfer_test=300, n_monitor=200,
     min_contrast=5, min_contrast_transfer=5, warmup_steps=30, lr=1e-2, max_operand=99,
+    sft_questions=50, sft_epochs=5, grpo_steps=4, grpo_prompts=16, grpo_group=4,
 )
+
+
+# The sizes each kind of artifact depends on (see artifacts.register).
+SPLIT_KEYS = ("n_test", "n_adapter_train", "n_transfer_test", "max_operand")
+WORLD_KEYS = SPLIT_KEYS + ("train_steps", "batch_size", "save_every", "n_checkpoints", "n_training_checkpoints",
+                           "n_monitor", "n_layer", "n_embd", "n_head", "lr", "warmup_steps", "weight_decay")
+POST_TRAINING_KEYS = ("sft_questions", "sft_epochs", "sft_lr", "grpo_steps", "grpo_prompts", "grpo_group", "grpo_lr")
 
 
 def settings() -> Settings:

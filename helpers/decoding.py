@@ -12,6 +12,7 @@ from tqdm import tqdm
 
 from . import sums
 from .artifacts import load_or_build, register
+from .config import SPLIT_KEYS
 from .model import chat_prompt
 
 MAX_NEW_TOKENS = 24  # the longest answer form ("The difference is 999.") plus the end mark
@@ -94,10 +95,10 @@ def greedy(model, tokenizer, questions: pd.DataFrame, batch_size: int = 500, pro
 
 
 def _greedy_deps(checkpoint: str, split: str):
-    return [("world", {})]
+    return [("world", {})] + ([("post_training", {})] if checkpoint in ("finetuned", "rl") else [])
 
 
-@register("greedy", version="1", deps=_greedy_deps)
+@register("greedy", version="1", deps=_greedy_deps, settings_keys=SPLIT_KEYS)
 def _build_greedy(folder, checkpoint: str, split: str) -> pd.DataFrame:
     """Greedy answers and token-probability confidence of one checkpoint on one split."""
     from .model import load_checkpoint

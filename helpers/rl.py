@@ -12,6 +12,8 @@ import torch
 from tqdm import tqdm
 
 from . import sums
+from .artifacts import artifact_dir, load_or_build, register
+from .config import POST_TRAINING_KEYS, settings
 from .decoding import MAX_NEW_TOKENS, answer_logprobs, encode_prompts, read_replies
 from .training import training_step_loss
 
@@ -128,3 +130,47 @@ def grpo(model, tokenizer, questions: pd.DataFrame, steps: int = 40, prompts_per
                     "groups_with_signal": (rewards.std(dim=1) > 0).float().mean().item()})
     model.eval()
     return pd.DataFrame(log)
+
+
+POST_TRAINED = ("finetuned", "rl")
+BASE_ACCURACY = 0.65  # the plate's fine-tuned model is right on about 70% of the hundred sums
+
+
+def base_checkpoint(log: pd.DataFrame, selected: list[str]) -> str:
+    """The selected checkpoint whose monitor accuracy is closest to BASE_ACCURACY (picked by accuracy)."""
+    acc = log.set_index("step")["accuracy"]
+    return min(selected, key=lambda name: abs(acc[int(name.split("-")[1])] - BASE_ACCURACY))
+
+
+@register("post_training", version="1", deps=lambda: [("world", {})], settings_keys=POST_TRAINING_KEYS)
+def _build_post_training(folder) -> dict:
+    """Supervised fine-tuning of one checkpoint, then GRPO; both models are saved."""
+    from .model import load_checkpoint
+    from .training import world
+
+    s, w = settings(), world()
+    base = base_checkpoint(w["log"], w["selected"])
+    model, tokenizer = load_checkpoint(base)
+    sft_set = fresh_questions(np.random.default_rng(11), s.sft_questions)
+    sft_losses = supervised_finetune(model, tokenizer, sft_set, epochs=s.sft_epochs, lr=s.sft_lr)
+    model.save_pretrained(folder / "finetuned")
+    tokenizer.save_pretrained(folder / "finetuned")
+    pool = fresh_questions(np.random.default_rng(12), max(1000, s.grpo_prompts))
+    grpo_log = grpo(model, tokenizer, pool, steps=s.grpo_steps, prompts_per_step=s.grpo_prompts,
+                    group_size=s.grpo_group, lr=s.grpo_lr)
+    model.save_pretrained(folder / "rl")
+    tokenizer.save_pretrained(folder / "rl")
+    return {"base": base, "sft_questions": sft_set, "sft_losses": sft_losses, "grpo_log": grpo_log}
+
+
+def post_training() -> dict:
+    """The cached post-training run: base checkpoint name, SFT set and losses, GRPO log."""
+    return load_or_build("post_training")
+
+
+def post_trained_path(name: str):
+    """Folder of the fine-tuned or RL model."""
+    if name not in POST_TRAINED:
+        raise ValueError(f"unknown post-trained model {name!r}; choose one of {POST_TRAINED}")
+    post_training()
+    return artifact_dir("post_training") / name

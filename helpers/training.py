@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from . import sums
 from .artifacts import artifact_dir, load_or_build, register
-from .config import SEED, Settings, set_seed, set_threads, settings
+from .config import SEED, WORLD_KEYS, Settings, set_seed, set_threads, settings
 from .decoding import greedy
 from .model import build_model, build_tokenizer, chat_prompt
 
@@ -153,7 +153,7 @@ class Checkpoints:
         return self.all.index(self.validate([name])[0])
 
 
-@register("world", version="1")
+@register("world", version="1", settings_keys=WORLD_KEYS)
 def _build_world(folder: Path) -> dict:
     """Train the model, save every checkpoint and select the ones the series uses."""
     s = settings()
@@ -181,9 +181,16 @@ def saved_steps() -> list[str]:
 
 
 def checkpoint_path(name: str) -> Path:
-    """Folder of a saved checkpoint (model and tokenizer), ready for `from_pretrained`."""
+    """Folder of a saved checkpoint (model and tokenizer), ready for `from_pretrained`.
+
+    Besides the run's steps, "finetuned" and "rl" name the post-trained models of notebook 01.
+    """
+    from .rl import POST_TRAINED, post_trained_path
+
+    if name in POST_TRAINED:
+        return post_trained_path(name)
     saved = saved_steps()
     if name not in saved:
         raise ValueError(f"unknown checkpoint {name!r}; available: {get_checkpoints().all} (selected), "
-                         f"or any saved step {saved[0]}..{saved[-1]}")
+                         f"any saved step {saved[0]}..{saved[-1]}, or {POST_TRAINED}")
     return artifact_dir("world") / "checkpoints" / name
