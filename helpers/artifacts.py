@@ -38,22 +38,24 @@ class Artifact:
     deps: Callable[..., list[tuple[str, dict]]] = field(default=lambda **_: [])
     describe: str = ""
     settings_keys: tuple[str, ...] | None = None  # the sizes it depends on (None: all of them)
+    config: Callable[[], dict] | None = None  # extra values to hash (a module's own sizes)
 
 
 REGISTRY: dict[str, Artifact] = {}
 
 
 def register(name: str, version: str = "1", deps: Callable[..., list] | None = None,
-             settings_keys: tuple[str, ...] | None = None):
+             settings_keys: tuple[str, ...] | None = None, config: Callable[[], dict] | None = None):
     """Decorator: register `build(folder, **params)` as the builder of artifact `name`.
 
     `settings_keys` names the sizes in `config.Settings` the result depends on, so that changing an
-    unrelated size (say, of a later notebook) does not retrain the model.
+    unrelated size (say, of a later notebook) does not retrain the model. `config()` returns any other
+    values the result depends on (a module's own sizes), which are hashed too.
     """
 
     def wrap(fn):
         REGISTRY[name] = Artifact(name, fn, version, deps or (lambda **_: []), (fn.__doc__ or "").strip(),
-                                  settings_keys)
+                                  settings_keys, config)
         return fn
 
     return wrap
@@ -92,6 +94,7 @@ def config_hash(name: str, **params) -> str:
         "fast": fast_mode(),
         "seed": SEED,
         "upstream": upstream,
+        "config": art.config() if art.config else None,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -218,8 +221,14 @@ def built_seconds(name: str, **params) -> float | None:
 
 
 def _ensure_registered() -> None:
-    """Import the modules that register artifacts."""
-    from . import decoding, rl, training  # noqa: F401
+    """Import the modules that register artifacts (every confidence method registers its own)."""
+    import importlib
+    import pkgutil
+
+    from . import confidence, decoding, rl, training  # noqa: F401
+
+    for module in pkgutil.iter_modules(confidence.__path__):
+        importlib.import_module(f"{confidence.__name__}.{module.name}")
 
 
 # Builds that `python -m helpers build` runs after the world and the greedy results: (name, callable)
