@@ -159,3 +159,42 @@ def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0
     finally:
         torch.random.set_rng_state(generator_state)
     return pd.concat(rows, ignore_index=True)
+
+
+@torch.no_grad()
+def beams(model, tokenizer, questions: pd.DataFrame, num_beams: int = 10, num_return_sequences: int = 10,
+          batch_size: int = 100, progress: bool = True, desc: str = "beam search") -> pd.DataFrame:
+    """Beam search: one row per (question, returned beam), best first.
+
+    `logprob` is the beam's summed log-probability, end mark included, with no length normalization
+    (`length_penalty=0`; transformers otherwise divides by length**length_penalty). Columns:
+    question_id, beam, text, answer, correct, logprob, ended. A beam with no end mark is wrong.
+    """
+    _check_questions(questions)
+    for name, value in [("num_beams", num_beams), ("num_return_sequences", num_return_sequences), ("batch_size", batch_size)]:
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if num_return_sequences > num_beams:
+        raise ValueError(f"num_return_sequences ({num_return_sequences}) cannot exceed num_beams ({num_beams})")
+    k = num_return_sequences
+    rows = []
+    for start in tqdm(range(0, len(questions), batch_size), desc=desc, disable=not progress, leave=False):
+        chunk = questions.iloc[start:start + batch_size]
+        enc = encode_prompts(tokenizer, chunk["question"].tolist())
+        out = model.generate(
+            **enc, do_sample=False, num_beams=num_beams, num_return_sequences=k, length_penalty=0.0,
+            max_new_tokens=MAX_NEW_TOKENS, output_scores=True, return_dict_in_generate=True,
+            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        )
+        new = out.sequences[:, enc["input_ids"].shape[1]:]
+        texts, answers, correct, ended = read_replies(tokenizer, new, np.repeat(chunk["target"].to_numpy(), k))
+        rows.append(pd.DataFrame({
+            "question_id": np.repeat(chunk["question_id"].to_numpy(), k),
+            "beam": np.tile(np.arange(k), len(chunk)),
+            "text": texts,
+            "answer": pd.array(answers, dtype="Int64"),
+            "correct": correct,
+            "logprob": out.sequences_scores.double().numpy(),
+            "ended": ended,
+        }))
+    return pd.concat(rows, ignore_index=True)

@@ -23,6 +23,9 @@ SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, USER, ASSISTANT]
 # the base model trains, so later adapters never have to grow the embedding matrix.
 CHARACTERS = list(string.digits + string.ascii_letters + " .,?!:;%+-=*/'()\n")
 MAX_POSITIONS = 96
+# GPT-2's "gelu_new" is the tanh approximation written out in Python; "gelu_pytorch_tanh" is the same
+# formula as one fused kernel, and was a quarter of the forward time on CPU (measured).
+ACTIVATION = "gelu_pytorch_tanh"
 
 
 def chat_prompt(question: str) -> str:
@@ -64,6 +67,7 @@ def build_model(tokenizer: PreTrainedTokenizerFast, s: Settings | None = None) -
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         attn_implementation="eager",  # faster than SDPA for this tiny model on CPU (measured)
+        activation_function=ACTIVATION,
     )
     return GPT2LMHeadModel(config)
 
@@ -75,7 +79,7 @@ def n_parameters(model: torch.nn.Module) -> int:
 def load_pretrained(path: Path | str) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
     """Load a saved model and tokenizer from a folder, in eval mode."""
     path = Path(path)
-    model = GPT2LMHeadModel.from_pretrained(path, attn_implementation="eager")
+    model = GPT2LMHeadModel.from_pretrained(path, attn_implementation="eager", activation_function=ACTIVATION)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
     tokenizer.padding_side = "left"
     model.eval()

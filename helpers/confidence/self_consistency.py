@@ -1,0 +1,206 @@
+"""Self-consistency (SC): group beam-search (or sampled) answers by meaning and trust the biggest group.
+
+The paper (A.6) groups a model's 10 beams by NLI mutual entailment; here meaning is numeric, so beams
+are grouped by the number `sums.parse_answer` reads ("936" and "It is 936." are one group).
+answer = the group with the largest probability mass; confidence = that mass over the mass of all
+returned beams. Used by notebooks 02, 04, 05 and 06.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from .. import sums
+from ..artifacts import load_or_build, register
+from ..config import SPLIT_KEYS, fast_mode
+from ..decoding import beams, greedy, sample
+
+NUM_BEAMS = 10
+
+
+def sizes() -> dict:
+    """How many questions SC decodes: all of test, a subset of adapter_train (enough to fit isotonic)."""
+    return {"adapter_train": 200 if fast_mode() else 2000, "samples_k": 10, "sampled_questions": 100 if fast_mode() else 1000,
+            "rephrased_questions": 100 if fast_mode() else 1000}
+
+
+def group_answers(answers, weights) -> tuple[int | None, float, pd.Series]:
+    """Group one question's candidates by parsed answer; returns (answer, confidence, group masses).
+
+    `answers` holds ints or None (unparsable or unended), `weights` non-negative masses (beam
+    probabilities, or 1 per sample). Masses are normalized by their total. None forms its own group
+    that never wins; if every candidate is None the answer is None with confidence 0. Ties go to the
+    group whose best candidate comes first (candidates are given best first), so they are deterministic.
+    """
+    weights = np.asarray(weights, dtype=float)
+    if len(answers) != len(weights) or len(weights) == 0:
+        raise ValueError(f"need one weight per answer and at least one answer, got {len(answers)} and {len(weights)}")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("weights must be finite and non-negative (probabilities or counts)")
+    total = weights.sum()
+    if total <= 0:
+        raise ValueError("the weights sum to 0; pass probabilities (not log-probabilities) or counts")
+    keys = ["none" if a is None or a is pd.NA else int(a) for a in answers]
+    masses: dict = {}
+    first: dict = {}
+    for rank, (key, w) in enumerate(zip(keys, weights)):
+        masses[key] = masses.get(key, 0.0) + w / total
+        first.setdefault(key, rank)
+    groups = pd.Series(masses)
+    candidates = [k for k in masses if k != "none"]
+    if not candidates:
+        return None, 0.0, groups
+    best = min(candidates, key=lambda k: (-masses[k], first[k]))
+    return best, float(masses[best]), groups
+
+
+def self_consistency(candidates: pd.DataFrame, questions: pd.DataFrame, weight: str = "probability") -> pd.DataFrame:
+    """SC answer and confidence per question from beams (weight="probability") or samples ("count").
+
+    `candidates` has question_id, answer (nullable int), ended, and logprob (for "probability"),
+    best candidate first within each question. Returns question_id, answer, correct, confidence,
+    n_groups and coverage (the probability mass the candidates cover, before normalization).
+    """
+    if weight not in ("probability", "count"):
+        raise ValueError(f"weight must be 'probability' (beams) or 'count' (samples), got {weight!r}")
+    if len(candidates) == 0:
+        raise ValueError("candidates is empty; pass the beams or samples of at least one question")
+    # Vectorized version of `group_answers` over all questions at once (tests check they agree).
+    df = pd.DataFrame({
+        "question_id": candidates["question_id"].to_numpy(),
+        "rank": candidates.groupby("question_id", sort=False).cumcount().to_numpy(),
+        "key": candidates["answer"].where(candidates["ended"].astype(bool)).astype("Int64").to_numpy(),
+        "w": np.exp(candidates["logprob"].to_numpy()) if weight == "probability" else np.ones(len(candidates)),
+    })
+    total = df.groupby("question_id", sort=False)["w"].sum()
+    groups = df.dropna(subset=["key"]).groupby(["question_id", "key"], sort=False).agg(mass=("w", "sum"), first=("rank", "min"))
+    groups = groups.reset_index()
+    groups["mass"] /= total.reindex(groups["question_id"]).to_numpy()
+    best = groups.sort_values(["question_id", "mass", "first"], ascending=[True, False, True]).drop_duplicates("question_id")
+    out = pd.DataFrame({"question_id": total.index})
+    out = out.merge(best[["question_id", "key", "mass"]], on="question_id", how="left")
+    out = out.merge(groups.groupby("question_id").size().rename("n_groups"), on="question_id", how="left")
+    targets = questions.set_index("question_id")["target"].reindex(out["question_id"]).to_numpy()
+    answer = out["key"].astype("Int64")
+    return pd.DataFrame({
+        "question_id": out["question_id"],
+        "answer": answer,
+        "correct": (answer == targets).fillna(False).astype(bool).to_numpy(),
+        "confidence": out["mass"].fillna(0.0).to_numpy(),
+        "n_groups": out["n_groups"].fillna(0).astype(int).to_numpy(),
+        "coverage": total.to_numpy() if weight == "probability" else 1.0,
+    })
+
+
+def sc_questions(split: str) -> pd.DataFrame:
+    """The questions SC is run on: all of test, the first part of adapter_train."""
+    questions = sums.split(split)
+    n = sizes().get(split)
+    return questions if n is None else questions.iloc[:n]
+
+
+def _deps(**_):
+    return [("world", {})]
+
+
+@register("beams", version="1", deps=_deps, settings_keys=SPLIT_KEYS, config=sizes)
+def _build_beams(folder, checkpoint: str, split: str) -> pd.DataFrame:
+    """Ten beams per question of one checkpoint on one split."""
+    from ..model import load_checkpoint
+
+    model, tok = load_checkpoint(checkpoint)
+    out = beams(model, tok, sc_questions(split), num_beams=NUM_BEAMS, num_return_sequences=NUM_BEAMS,
+                desc=f"beams {checkpoint} {split}")
+    out.insert(0, "checkpoint", checkpoint)
+    return out
+
+
+def beam_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
+    """Cached beams of several checkpoints (default: all selected), one long frame."""
+    from ..training import get_checkpoints
+
+    names = get_checkpoints().validate(checkpoints)
+    sums.split(split)
+    return pd.concat([load_or_build("beams", checkpoint=c, split=split) for c in names], ignore_index=True)
+
+
+def sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
+    """SC answers and confidences: checkpoint, question_id, answer, correct, confidence, n_groups, coverage."""
+    questions = sc_questions(split)
+    frames = []
+    for name, group in beam_results(split, checkpoints).groupby("checkpoint", sort=False):
+        frame = self_consistency(group, questions)
+        frame.insert(0, "checkpoint", name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+@register("samples", version="1", deps=_deps, settings_keys=SPLIT_KEYS, config=sizes)
+def _build_samples(folder, checkpoint: str, split: str) -> pd.DataFrame:
+    """k replies sampled at T = 1 for the first test questions of one checkpoint."""
+    from ..model import load_checkpoint
+
+    model, tok = load_checkpoint(checkpoint)
+    questions = sums.split(split).iloc[: sizes()["sampled_questions"]]
+    out = sample(model, tok, questions, k=sizes()["samples_k"], seed=0, desc=f"sampling {checkpoint}")
+    out.insert(0, "checkpoint", checkpoint)
+    return out
+
+
+def sampled_sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
+    """The sampling variant of SC: the majority's share of k samples at T = 1."""
+    from ..training import get_checkpoints
+
+    frames = []
+    for name in get_checkpoints().validate(checkpoints):
+        samples = load_or_build("samples", checkpoint=name, split=split).assign(ended=lambda d: d["answer"].notna())
+        frame = self_consistency(samples, sums.split(split), weight="count")
+        frame.insert(0, "checkpoint", name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+@register("rephrasings", version="1", deps=_deps, settings_keys=SPLIT_KEYS, config=sizes)
+def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
+    """Greedy answers of one checkpoint to the first test questions under every phrasing."""
+    from ..model import load_checkpoint
+
+    model, tok = load_checkpoint(checkpoint)
+    base = sums.split("test").iloc[: sizes()["rephrased_questions"]]
+    frames = []
+    for template in tqdm(range(len(sums.QUESTION_TEMPLATES["sum"])), desc=f"phrasings {checkpoint}", leave=False):
+        qs = sums.make_questions("sum", base["a"].to_numpy(), base["b"].to_numpy(), template=template)
+        frames.append(greedy(model, tok, qs, progress=False).assign(template=template))
+    out = pd.concat(frames, ignore_index=True)
+    out.insert(0, "checkpoint", checkpoint)
+    return out
+
+
+def rephrasing_results(checkpoints=None) -> pd.DataFrame:
+    """Greedy answers under every phrasing: checkpoint, question_id, template, answer, correct, confidence."""
+    from ..training import get_checkpoints
+
+    names = get_checkpoints().validate(checkpoints)
+    return pd.concat([load_or_build("rephrasings", checkpoint=c) for c in names], ignore_index=True)
+
+
+def agreement(answers) -> float:
+    """Share of pairs of phrasings whose answers are equal (an unparsable answer agrees with nothing)."""
+    values = [None if a is None or a is pd.NA else int(a) for a in answers]
+    n = len(values)
+    if n < 2:
+        raise ValueError("agreement needs the answers to at least two phrasings")
+    pairs = [(x, y) for i, x in enumerate(values) for y in values[i + 1:]]
+    return float(np.mean([x is not None and x == y for x, y in pairs]))
+
+
+def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
+    """Per (checkpoint, question): agreement across phrasings, canonical correctness and confidence."""
+    rows = []
+    for (ckpt, qid), group in rephrased.groupby(["checkpoint", "question_id"], sort=False):
+        canonical = group[group["template"] == 0].iloc[0]
+        rows.append({"checkpoint": ckpt, "question_id": qid, "agreement": agreement(group["answer"]),
+                     "correct": bool(canonical["correct"]), "confidence": float(canonical["confidence"]),
+                     "n_correct_phrasings": int(group["correct"].sum())})
+    return pd.DataFrame(rows)

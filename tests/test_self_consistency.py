@@ -1,0 +1,109 @@
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from helpers import decoding, metrics, sums
+from helpers.confidence import posthoc
+from helpers.confidence import self_consistency as sc
+from helpers.model import chat_prompt
+
+
+def _forward_logprob(model, tok, question, reply):
+    """Summed log-probability of reply + end mark after the prompt, by one teacher-forced pass."""
+    prompt = tok(chat_prompt(question), add_special_tokens=False)["input_ids"]
+    answer = tok(reply, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=torch.tensor([prompt + answer])).logits[0].double(), -1)
+    return sum(logp[len(prompt) + k - 1, t].item() for k, t in enumerate(answer))
+
+
+def test_beam_scores_are_summed_logprobs(checkpoint):
+    _, model, tok = checkpoint
+    questions = sums.split("test").iloc[:6]
+    out = decoding.beams(model, tok, questions, num_beams=5, num_return_sequences=5, batch_size=3, progress=False)
+    assert len(out) == 30
+    assert (out.groupby("question_id")["logprob"].apply(lambda s: s.is_monotonic_decreasing)).all()
+    for _, row in out[out["ended"]].iterrows():
+        q = questions.set_index("question_id").loc[row["question_id"], "question"]
+        assert row["logprob"] == pytest.approx(_forward_logprob(model, tok, q, row["text"]), abs=1e-4)
+
+
+def test_group_masses_sum_to_one_and_pick_the_heaviest():
+    answer, conf, masses = sc.group_answers([936, 935, 936, None], [0.4, 0.3, 0.1, 0.2])
+    assert masses.sum() == pytest.approx(1.0)
+    assert answer == 936 and conf == pytest.approx(0.5)
+    assert masses["none"] == pytest.approx(0.2)
+
+
+def test_ties_are_broken_by_the_best_candidate():
+    assert sc.group_answers([5, 6, 6, 5], [0.3, 0.2, 0.1, 0.0])[0] == 5  # 5: 0.3, 6: 0.3; 5 came first
+    assert sc.group_answers([6, 5, 5, 6], [0.3, 0.2, 0.1, 0.0])[0] == 6
+    assert sc.group_answers([7, 8], [1, 1])[0] == 7
+
+
+def test_unparsable_beams_never_win():
+    assert sc.group_answers([None, None, None], [0.5, 0.3, 0.2])[:2] == (None, 0.0)
+    answer, conf, _ = sc.group_answers([None, 12], [0.9, 0.1])
+    assert answer == 12 and conf == pytest.approx(0.1)
+
+
+def test_vectorized_sc_equals_the_per_question_rule():
+    rng = np.random.default_rng(0)
+    rows = []
+    for qid in range(200):
+        answers = rng.choice([1, 2, 3, -1], size=10, p=[0.4, 0.3, 0.2, 0.1])
+        logp = np.sort(np.log(rng.random(10)))[::-1]
+        for rank, (a, lp) in enumerate(zip(answers, logp)):
+            rows.append({"question_id": qid, "answer": None if a < 0 else int(a), "ended": a >= 0, "logprob": lp})
+    cands = pd.DataFrame(rows)
+    cands["answer"] = pd.array(cands["answer"], dtype="Int64")
+    questions = pd.DataFrame({"question_id": range(200), "target": rng.integers(1, 4, 200)})
+    fast = sc.self_consistency(cands, questions).set_index("question_id")
+    for qid, group in cands.groupby("question_id"):
+        answer, conf, masses = sc.group_answers(list(group["answer"].astype(object).where(group["ended"], None)),
+                                                np.exp(group["logprob"]))
+        assert fast.loc[qid, "answer"] == answer and fast.loc[qid, "confidence"] == pytest.approx(conf)
+        assert fast.loc[qid, "correct"] == (answer == questions.loc[qid, "target"])
+    counted = sc.self_consistency(cands, questions, weight="count")
+    assert set(np.round(counted["confidence"] * 10, 9)) <= set(range(11))  # shares of 10 samples
+
+
+def test_bad_inputs(checkpoint):
+    _, model, tok = checkpoint
+    qs = sums.split("test").iloc[:2]
+    with pytest.raises(ValueError, match="cannot exceed"):
+        decoding.beams(model, tok, qs, num_beams=3, num_return_sequences=5)
+    with pytest.raises(ValueError, match="num_beams"):
+        decoding.beams(model, tok, qs, num_beams=0, num_return_sequences=0)
+    with pytest.raises(ValueError, match="k"):
+        decoding.sample(model, tok, qs, k=0)
+    with pytest.raises(ValueError, match="weight"):
+        sc.self_consistency(pd.DataFrame(), qs, weight="votes")
+    with pytest.raises(ValueError, match="sum to 0"):
+        sc.group_answers([1, 2], [0.0, 0.0])
+    with pytest.raises(ValueError, match="one weight per answer"):
+        sc.group_answers([1, 2], [0.5])
+    with pytest.raises(ValueError, match="two phrasings"):
+        sc.agreement([3])
+
+
+def test_agreement():
+    assert sc.agreement([5, 5, 5, 5]) == 1.0
+    assert sc.agreement([5, 5, 6, 6]) == pytest.approx(2 / 6)
+    assert sc.agreement([None, None]) == 0.0
+
+
+def test_isotonic_fixes_calibration_without_raising_auc():
+    rng = np.random.default_rng(0)
+    conf = rng.random(4000)
+    correct = rng.random(4000) < conf**3  # overconfident
+    frame = pd.DataFrame({"checkpoint": "c", "question_id": range(4000), "confidence": conf, "correct": correct})
+    fit, apply = frame.iloc[:2000], frame.iloc[2000:].reset_index(drop=True)
+    fixed = posthoc.isotonic_per_checkpoint(fit, apply)
+    before = metrics.expected_calibration_error(apply["confidence"], apply["correct"])
+    after = metrics.expected_calibration_error(fixed["confidence"], fixed["correct"])
+    assert after < before / 3
+    assert metrics.auroc(fixed["confidence"], fixed["correct"]) <= metrics.auroc(apply["confidence"], apply["correct"]) + 1e-12
+    with pytest.raises(ValueError, match="fit_on"):
+        posthoc.isotonic_per_checkpoint(fit.assign(checkpoint="other"), apply)
