@@ -311,3 +311,48 @@ def _metric_2d(metric, conf, correct, codes, n_codes, n_bins) -> np.ndarray:
     if metric == "delta":
         return batched_delta(conf, correct)
     return np.array([metrics.smooth_ece(c, y) for c, y in zip(conf, correct)])
+
+
+# --------------------------------------------------------------------------- two methods, the paper's way
+
+
+def _shared(df_a: pd.DataFrame, df_b: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both frames restricted to the question ids they share (methods may differ in their contrast sets)."""
+    shared = np.intersect1d(df_a["question_id"].unique(), df_b["question_id"].unique())
+    if shared.size == 0:
+        raise ValueError("the two methods share no questions; compare them on the same checkpoints and split")
+    return df_a[df_a["question_id"].isin(shared)], df_b[df_b["question_id"].isin(shared)]
+
+
+def full_set_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, checkpoints, n: int | None = None,
+                       seed: int = 0) -> dict:
+    """Paired bootstrap of a full-set metric over several checkpoints, stratified by correctness.
+
+    AUC and Brier are pooled over the checkpoints; ECE is averaged per checkpoint (paper A.3).
+    Used by notebooks 04-06.
+    """
+    checkpoints = list(checkpoints)
+    a, b = (df[df["checkpoint"].isin(checkpoints)] for df in (df_a, df_b))
+    for name, df in (("df_a", a), ("df_b", b)):
+        if set(df["checkpoint"]) != set(checkpoints):
+            raise ValueError(f"{name} lacks checkpoints {sorted(set(checkpoints) - set(df['checkpoint']))}")
+    a, b = _shared(a, b)
+    average = "checkpoint" if metric in ("ece", "smooth_ece") else None
+    return paired_bootstrap(metric, a, b, strata="correct", n=n, seed=seed, average_over=average)
+
+
+def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt_i: str, ckpt_j: str,
+                       n: int | None = None, seed: int = 0) -> dict:
+    """Paired bootstrap of a contrast-set metric on one pair of checkpoints, stratified by improvement/regression.
+
+    Each method's contrast set follows its own answers' correctness, so the comparison uses the
+    questions in both. ECE uses the later checkpoint's normalized confidences only, as in
+    `contrast.pair_metrics`. Used by notebooks 04-06.
+    """
+    from .contrast import contrast_rows
+
+    a, b = _shared(contrast_rows(df_a, ckpt_i, ckpt_j), contrast_rows(df_b, ckpt_i, ckpt_j))
+    if metric in ("ece", "smooth_ece"):
+        a, b = a[a["checkpoint"] == ckpt_j], b[b["checkpoint"] == ckpt_j]
+    out = paired_bootstrap(metric, a, b, strata="kind", n=n, seed=seed)
+    return {"ckpt_i": ckpt_i, "ckpt_j": ckpt_j, **out}

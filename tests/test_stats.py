@@ -206,3 +206,33 @@ def test_bootstrap_rejects_bad_input(change, message):
     metric, df_a, df_b, kwargs = change(a, b)
     with pytest.raises(ValueError, match=message):
         paired_bootstrap(metric, df_a, df_b, **kwargs)
+
+
+def _method_frame(seed, checkpoints=("a", "b", "c"), n=300, signal=2.0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k, name in enumerate(checkpoints):
+        skill = rng.normal(size=n)
+        correct = rng.random(n) < 1 / (1 + np.exp(-(skill + 0.3 * k)))
+        conf = 1 / (1 + np.exp(-(signal * skill + rng.normal(size=n))))
+        rows.append(pd.DataFrame({"checkpoint": name, "question_id": np.arange(n), "correct": correct, "confidence": conf}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_full_set_and_contrast_bootstrap_wrappers():
+    from helpers import stats
+
+    a, b = _method_frame(0), _method_frame(0, signal=0.2)
+    b["correct"] = a["correct"]  # same answers, a weaker confidence
+    full = stats.full_set_bootstrap("auc", a, b, ["a", "b", "c"], n=200)
+    assert full["difference"] > 0 and not full["contains_zero"]
+    ece = stats.full_set_bootstrap("ece", a, b, ["a", "b", "c"], n=100)
+    assert np.isfinite(ece["difference"])
+    con = stats.contrast_bootstrap("auc", a, b, "a", "c", n=200)
+    assert con["ckpt_i"] == "a" and con["n_questions"] > 0
+    same = stats.contrast_bootstrap("brier", a, a, "a", "c", n=50)
+    assert same["difference"] == 0 and same["contains_zero"]
+    with pytest.raises(ValueError, match="lacks checkpoints"):
+        stats.full_set_bootstrap("auc", a, b, ["a", "zz"])
+    with pytest.raises(ValueError, match="share no questions"):
+        stats.full_set_bootstrap("auc", a, b.assign(question_id=b["question_id"] + 10_000), ["a"])
