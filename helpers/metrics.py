@@ -291,3 +291,36 @@ def full_set_metrics(df: pd.DataFrame, checkpoints=None, n_bins: int = 15) -> pd
             "n": conf.size,
         }
     )
+
+
+# --------------------------------------------------------------------------- selective prediction
+
+
+def risk_coverage(confidence, correct) -> pd.DataFrame:
+    """Risk (error rate among answered) against coverage (share answered), abstaining on low confidence.
+
+    Answers are kept from the most confident down. Tied confidences cannot be ordered, so within a
+    block of ties the risk is its expectation over random orders: exactly the errors before the
+    block plus the block's error rate times the answers taken from it, over the answers kept.
+    Discrete confidences (vote shares) have large ties, so this matters. Used in notebooks 02 and 05.
+    Returns one row per number kept (1..n): coverage, risk.
+    """
+    conf, corr = confidence_and_correct(confidence, correct)
+    order = np.argsort(-conf, kind="stable")
+    conf, wrong = conf[order], 1.0 - corr[order]
+    n = conf.size
+    # Tie blocks: starts where the confidence changes.
+    starts = np.flatnonzero(np.r_[True, conf[1:] != conf[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    block_errors = np.add.reduceat(wrong, starts)
+    errors_before = np.r_[0.0, np.cumsum(block_errors)[:-1]]
+    block = np.repeat(np.arange(starts.size), sizes)
+    taken = np.arange(1, n + 1) - starts[block]  # answers taken from the current block
+    expected_errors = errors_before[block] + taken * (block_errors / sizes)[block]
+    kept = np.arange(1, n + 1)
+    return pd.DataFrame({"coverage": kept / n, "risk": expected_errors / kept})
+
+
+def aurc(confidence, correct) -> float:
+    """Area under the risk-coverage curve (mean risk over all coverages; lower is better). Notebooks 02, 05."""
+    return float(risk_coverage(confidence, correct)["risk"].mean())

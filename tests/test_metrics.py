@@ -403,3 +403,31 @@ def test_full_set_selects_checkpoints():
     assert only_over["ece"] == pytest.approx(0.3)
     assert (only_over["n_checkpoints"], only_over["n"]) == (1, 5)
     assert full_set_metrics(df, checkpoints="over", n_bins=1).equals(only_over)
+
+
+from helpers import metrics  # noqa: E402
+
+
+def test_risk_coverage_without_ties_matches_a_loop():
+    rng = np.random.default_rng(0)
+    conf, corr = rng.random(300), rng.random(300) < 0.7
+    curve = metrics.risk_coverage(conf, corr)
+    order = np.argsort(-conf)
+    for k in (1, 10, 150, 300):
+        assert curve["risk"].iloc[k - 1] == pytest.approx(1 - corr[order][:k].mean())
+    assert curve["coverage"].iloc[-1] == 1.0
+
+
+def test_risk_coverage_averages_over_tie_orders():
+    rng = np.random.default_rng(1)
+    conf = rng.integers(0, 4, 60) / 3  # heavy ties, like vote shares
+    corr = rng.random(60) < conf * 0.8 + 0.1
+    exact = metrics.risk_coverage(conf, corr)["risk"].to_numpy()
+    sims = []
+    for _ in range(4000):  # break ties at random, many times
+        order = np.lexsort((rng.random(60), -conf))
+        sims.append(np.cumsum(1 - corr[order]) / np.arange(1, 61))
+    np.testing.assert_allclose(np.mean(sims, axis=0), exact, atol=0.02)
+    constant = metrics.risk_coverage(np.full(50, 0.5), corr[:50])["risk"]
+    assert np.allclose(constant, 1 - corr[:50].mean())  # one tie block: the risk never changes
+    assert metrics.aurc(conf, corr) == pytest.approx(exact.mean())

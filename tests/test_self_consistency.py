@@ -107,3 +107,29 @@ def test_isotonic_fixes_calibration_without_raising_auc():
     assert metrics.auroc(fixed["confidence"], fixed["correct"]) <= metrics.auroc(apply["confidence"], apply["correct"]) + 1e-12
     with pytest.raises(ValueError, match="fit_on"):
         posthoc.isotonic_per_checkpoint(fit.assign(checkpoint="other"), apply)
+
+
+@pytest.mark.parametrize("method", ["isotonic", "temperature", "platt"])
+def test_recalibration_is_monotone_and_helps(method):
+    rng = np.random.default_rng(1)
+    z = rng.normal(0, 1.5, 6000)
+    correct = rng.random(6000) < 1 / (1 + np.exp(-z))
+    conf = 1 / (1 + np.exp(-2.5 * z))  # overconfident: logits too large, which all three maps can undo
+    frame = pd.DataFrame({"checkpoint": "c", "question_id": range(6000), "confidence": conf, "correct": correct})
+    fit, apply = frame.iloc[:3000], frame.iloc[3000:].reset_index(drop=True)
+    fixed = posthoc.recalibrate_per_checkpoint(fit, apply, method)
+    order = np.argsort(apply["confidence"].to_numpy())
+    assert np.all(np.diff(fixed["confidence"].to_numpy()[order]) >= -1e-12)  # monotone: no reordering
+    assert metrics.expected_calibration_error(fixed["confidence"], fixed["correct"]) < \
+        metrics.expected_calibration_error(apply["confidence"], apply["correct"]) / 2
+    with pytest.raises(ValueError, match="unknown recalibration"):
+        posthoc.recalibrate_per_checkpoint(fit, apply, "histogram")
+
+
+def test_temperature_recovers_a_known_temperature():
+    rng = np.random.default_rng(2)
+    z = rng.normal(0, 2, 50_000)
+    true_p = 1 / (1 + np.exp(-z))
+    correct = rng.random(z.size) < true_p
+    reported = 1 / (1 + np.exp(-2.0 * z))  # a model that doubles its logits: T = 2 undoes it
+    assert posthoc.fit_temperature(reported, correct).temperature == pytest.approx(2.0, rel=0.05)
