@@ -10,19 +10,38 @@ from pathlib import Path
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def build_all() -> None:
-    """Build every artifact the notebooks load (trains the world first)."""
-    from . import artifacts
+def stages() -> dict:
+    """The build stages, in order: name -> a function that builds (or loads) everything of that stage."""
+    from . import artifacts, rl
+    from .confidence import self_consistency as sc
     from .decoding import greedy_results
 
+    out = {
+        "world": lambda: artifacts.load_or_build("world"),
+        "greedy": lambda: [greedy_results(split) for split in ("hundred", "test", "adapter_train", "transfer_test")],
+        "post_training": lambda: [artifacts.load_or_build("greedy", checkpoint=m, split=s)
+                                  for m in rl.POST_TRAINED for s in ("hundred", "test")],
+        "self_consistency": lambda: (sc.sc_results("test"), sc.sc_results("adapter_train"),
+                                     sc.sampled_sc_results("test"), sc.rephrasing_results()),
+    }
+    artifacts._ensure_registered()  # imports every confidence module, which append their stages
+    out.update(dict(artifacts.EXTRA_BUILDS))
+    return out
+
+
+def build_all(only: str | None = None) -> None:
+    """Build every artifact the notebooks load (or the stages up to and including `only`)."""
+    todo = stages()
+    if only is not None and only not in todo:
+        raise ValueError(f"unknown stage {only!r}; choose one of {list(todo)}")
     start = time.perf_counter()
-    artifacts.load_or_build("world")
-    for split in ("hundred", "test", "adapter_train", "transfer_test"):
-        greedy_results(split)
-    for name, fn in artifacts.EXTRA_BUILDS:
-        print(f"building {name}", file=sys.stderr, flush=True)
+    for name, fn in todo.items():
+        t = time.perf_counter()
         fn()
-    print(f"all artifacts ready in {time.perf_counter() - start:.0f} s")
+        print(f"stage {name}: {time.perf_counter() - t:.0f} s", flush=True)
+        if name == only:
+            break
+    print(f"artifacts ready in {time.perf_counter() - start:.0f} s")
 
 
 def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
@@ -49,15 +68,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers")
     parser.add_argument("command", choices=["build", "notebooks"])
     parser.add_argument("--fast", action="store_true", help="small sizes (HELPERS_FAST=1), as in `make test`")
-    parser.add_argument("--only", default="*.ipynb", help="glob of notebooks to run (notebooks command)")
+    parser.add_argument("--only", default=None,
+                        help="build: the last stage to build; notebooks: a glob of notebooks to run")
     parser.add_argument("--no-save", action="store_true", help="execute notebooks without writing outputs back")
     args = parser.parse_args(argv)
     if args.fast:
         os.environ["HELPERS_FAST"] = "1"
     if args.command == "build":
-        build_all()
+        build_all(args.only)
     else:
-        for path in notebook_paths(args.only):
+        for path in notebook_paths(args.only or "*.ipynb"):
             seconds = run_notebook(path, inplace=not args.no_save)
             print(f"{path.name}: {seconds:.1f} s", flush=True)
     return 0

@@ -231,6 +231,6 @@ def _ensure_registered() -> None:
         importlib.import_module(f"{confidence.__name__}.{module.name}")
 
 
-# Builds that `python -m helpers build` runs after the world and the greedy results: (name, callable)
-# pairs appended by the modules of later notebooks.
+# Build stages that `python -m helpers build` runs after its own ones, appended by the modules of
+# later notebooks as (stage name, a function that builds everything of that stage).
 EXTRA_BUILDS: list[tuple[str, Callable[[], Any]]] = []

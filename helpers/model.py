@@ -93,8 +93,42 @@ def list_checkpoints() -> list[str]:
     return list(get_checkpoints().all)
 
 
-def load_checkpoint(name: str) -> tuple[GPT2LMHeadModel, PreTrainedTokenizerFast]:
-    """(model, tokenizer) of a saved checkpoint such as `step-01200`."""
-    from .training import checkpoint_path
+def load_checkpoint(name: str, revision: str | None = None):
+    """(model, tokenizer) of a checkpoint of this series (`step-01200`, `finetuned`, `rl`), or of any model.
 
-    return load_pretrained(checkpoint_path(name))
+    A local folder or a Hugging Face model id is loaded with the Auto classes; `revision` picks an
+    intermediate checkpoint: a subfolder of a local folder (`run/step-1000`), or a branch or tag
+    of a hub repository (Pythia publishes `step143000`, OLMo `stage1-step...`). The series itself
+    never downloads anything; see the README's "Running on real checkpoints".
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"checkpoint name must be a non-empty string, got {name!r}")
+    if revision is None and not ("/" in name or Path(name).is_dir()):
+        from .training import checkpoint_path
+
+        return load_pretrained(checkpoint_path(name))
+    return load_any(name, revision)
+
+
+def load_any(name_or_path: str, revision: str | None = None):
+    """A causal LM and its tokenizer from a local folder (revision = subfolder) or a hub id (revision = git ref)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(name_or_path)
+    kwargs = {}
+    if path.is_dir():
+        if revision is not None:
+            path = path / revision
+            if not path.is_dir():
+                options = sorted(p.name for p in Path(name_or_path).iterdir() if p.is_dir())
+                raise ValueError(f"no revision {revision!r} in {Path(name_or_path).name}; available: {options}")
+        source = str(path)
+    else:
+        source, kwargs = name_or_path, ({"revision": revision} if revision else {})
+    model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    tokenizer.padding_side = "left"  # batched generation needs left padding
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.eval()
+    return model, tokenizer

@@ -104,3 +104,26 @@ def test_training_log_and_selection(world):
     assert len(ck.all) == s.n_checkpoints
     assert ck.all == ck.training + ck.evaluation and len(ck.training) == s.n_training_checkpoints
     assert list(ck.all) == sorted(ck.all)
+
+
+def test_real_checkpoint_path_with_revisions(tmp_path):
+    """`load_checkpoint` also loads any saved model, with a revision picking an intermediate checkpoint."""
+    tok = M.build_tokenizer()
+    saved = {}
+    for revision, seed in [("step-1", 1), ("step-2", 2)]:
+        torch.manual_seed(seed)
+        model = M.build_model(tok)
+        model.save_pretrained(tmp_path / "run" / revision)
+        tok.save_pretrained(tmp_path / "run" / revision)
+        saved[revision] = model.state_dict()
+    for revision in saved:
+        loaded, tok2 = M.load_checkpoint(str(tmp_path / "run"), revision=revision)
+        state = loaded.state_dict()
+        assert all(torch.equal(state[k], v) for k, v in saved[revision].items())
+        assert tok2.padding_side == "left"
+        res = decoding.greedy(loaded, tok2, sums.split("test").iloc[:4], progress=False)
+        assert len(res) == 4  # the series' decoding runs on it unchanged
+    with pytest.raises(ValueError, match="step-1"):
+        M.load_checkpoint(str(tmp_path / "run"), revision="step-3")
+    with pytest.raises(ValueError, match="non-empty"):
+        M.load_checkpoint("")
