@@ -141,6 +141,7 @@ def paired_bootstrap(
     seed: int = 0,
     n_bins: int = 15,
     average_over: str | None = None,
+    return_diffs: bool = False,
 ) -> dict:
     """Paired, stratified bootstrap of metric(a) - metric(b) on the same questions. Used by notebooks 04-06.
 
@@ -185,16 +186,10 @@ def paired_bootstrap(
     original = np.arange(len(ids))[None, :]
     value_a, value_b = statistic(conf_a, correct_a, original)[0], statistic(conf_b, correct_b, original)[0]
     idx = resample_indices(strata_a, n, seed, size=len(ids))
-    diffs = statistic(conf_a, correct_a, idx) - statistic(conf_b, correct_b, idx)
-    diffs = diffs[np.isfinite(diffs)]
-    if diffs.size == 0:
-        raise ValueError(f"{metric} is undefined on every resample (one class only?); pass strata so both classes stay")
+    all_diffs = statistic(conf_a, correct_a, idx) - statistic(conf_b, correct_b, idx)
     difference = float(value_a - value_b)
-    if difference >= 0:
-        lower, upper = float(np.percentile(diffs, 5)), np.inf
-    else:
-        lower, upper = -np.inf, float(np.percentile(diffs, 95))
-    return {
+    lower, upper, diffs = _one_sided_interval(all_diffs, difference, metric)
+    out = {
         "metric": metric,
         "value_a": float(value_a),
         "value_b": float(value_b),
@@ -205,6 +200,19 @@ def paired_bootstrap(
         "n_resamples": int(diffs.size),
         "n_questions": len(ids),
     }
+    if return_diffs:
+        out["diffs"] = all_diffs  # one per resample, NaN where the metric is undefined
+    return out
+
+
+def _one_sided_interval(all_diffs: np.ndarray, difference: float, metric: str):
+    """The one-sided 95% percentile interval of resampled differences, on the side of the observed one."""
+    diffs = all_diffs[np.isfinite(all_diffs)]
+    if diffs.size == 0:
+        raise ValueError(f"{metric} is undefined on every resample (one class only?); pass strata so both classes stay")
+    if difference >= 0:
+        return float(np.percentile(diffs, 5)), np.inf, diffs
+    return -np.inf, float(np.percentile(diffs, 95)), diffs
 
 
 def _resample_count(metric: str, n) -> int:
@@ -342,7 +350,7 @@ def full_set_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, chec
 
 
 def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt_i: str, ckpt_j: str,
-                       n: int | None = None, seed: int = 0) -> dict:
+                       n: int | None = None, seed: int = 0, return_diffs: bool = False) -> dict:
     """Paired bootstrap of a contrast-set metric on one pair of checkpoints, stratified by improvement/regression.
 
     Each method's contrast set follows its own answers' correctness, so the comparison uses the
@@ -354,5 +362,32 @@ def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt
     a, b = _shared(contrast_rows(df_a, ckpt_i, ckpt_j), contrast_rows(df_b, ckpt_i, ckpt_j))
     if metric in ("ece", "smooth_ece"):
         a, b = a[a["checkpoint"] == ckpt_j], b[b["checkpoint"] == ckpt_j]
-    out = paired_bootstrap(metric, a, b, strata="kind", n=n, seed=seed)
+    out = paired_bootstrap(metric, a, b, strata="kind", n=n, seed=seed, return_diffs=return_diffs)
     return {"ckpt_i": ckpt_i, "ckpt_j": ckpt_j, **out}
+
+
+def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, pairs, min_size: int = 500,
+                                  n: int | None = None, seed: int = 0) -> dict:
+    """Paired bootstrap of a contrast metric averaged over pairs, as the paper reports it.
+
+    Each pair is resampled on its own (stratified by improvement/regression, the same seed for both
+    methods), the metric is averaged over the pairs whose shared contrast set has at least `min_size`
+    questions, and the interval is taken on that average. Used by notebooks 05 and 06.
+    """
+    runs = []
+    for ckpt_i, ckpt_j in pairs:
+        try:
+            run = contrast_bootstrap(metric, df_a, df_b, ckpt_i, ckpt_j, n=n, seed=seed, return_diffs=True)
+        except ValueError:
+            continue  # no shared contrast questions for this pair
+        if run["n_questions"] >= min_size:
+            runs.append(run)
+    if not runs:
+        raise ValueError(f"no pair has at least {min_size} shared contrast questions; lower min_size")
+    difference = float(np.mean([r["difference"] for r in runs]))
+    all_diffs = np.nanmean([r["diffs"] for r in runs], axis=0)
+    lower, upper, diffs = _one_sided_interval(all_diffs, difference, metric)
+    return {"metric": metric, "value_a": float(np.mean([r["value_a"] for r in runs])),
+            "value_b": float(np.mean([r["value_b"] for r in runs])), "difference": difference,
+            "lower": lower, "upper": upper, "contains_zero": bool(lower <= 0 <= upper),
+            "n_resamples": int(diffs.size), "n_pairs": len(runs)}
