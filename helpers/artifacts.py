@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 import platform
+import re
 import shutil
 import sys
 import time
@@ -103,7 +104,10 @@ def artifact_dir(name: str, **params) -> Path:
     """The folder an artifact lives in: cache/<name>/<params>."""
     _artifact(name)
     slug = "-".join(f"{k}={params[k]}" for k in sorted(params)) or "default"
-    return cache_dir() / name / slug
+    safe = re.sub(r"[^A-Za-z0-9=._+-]", "_", slug)
+    if safe != slug or len(safe) > 80:  # long or odd parameters: a readable prefix and a hash
+        safe = f"{safe[:40]}-{hashlib.sha256(slug.encode()).hexdigest()[:12]}"
+    return cache_dir() / name / safe
 
 
 def _sha256(path: Path) -> str:

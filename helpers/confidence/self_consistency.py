@@ -204,3 +204,20 @@ def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
                      "correct": bool(canonical["correct"]), "confidence": float(canonical["confidence"]),
                      "n_correct_phrasings": int(group["correct"].sum())})
     return pd.DataFrame(rows)
+
+
+def surrogate_sc(scorer: str, answers: pd.DataFrame, split: str = "test") -> pd.DataFrame:
+    """The surrogate ablation: checkpoint `scorer`'s beams judge another checkpoint's answers.
+
+    Confidence = the share of `scorer`'s beam mass on the group that states the evaluated answer
+    (0 if none of its beams does). `answers` is a standard frame of the evaluated checkpoints.
+    """
+    beams_ = beam_results(split, [scorer])
+    ended = beams_[beams_["ended"] & beams_["answer"].notna()].assign(p=lambda d: np.exp(d["logprob"]))
+    total = beams_.assign(p=np.exp(beams_["logprob"])).groupby("question_id")["p"].sum()
+    mass = ended.groupby(["question_id", "answer"])["p"].sum() / total.reindex(
+        ended.groupby(["question_id", "answer"]).size().index.get_level_values(0)).to_numpy()
+    keys = pd.MultiIndex.from_arrays([answers["question_id"], answers["answer"].astype("Int64")])
+    out = answers.copy()
+    out["confidence"] = mass.reindex(keys).fillna(0.0).to_numpy(dtype=float)
+    return out
