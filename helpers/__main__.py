@@ -31,6 +31,9 @@ def stages() -> dict:
 
 def build_all(only: str | None = None) -> None:
     """Build every artifact the notebooks load (or the stages up to and including `only`)."""
+    from .config import set_threads
+
+    set_threads()  # HELPERS_THREADS, or every core
     todo = stages()
     if only is not None and only not in todo:
         raise ValueError(f"unknown stage {only!r}; choose one of {list(todo)}")

@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from .. import decoding, sums
 from ..artifacts import EXTRA_BUILDS, artifact_dir, load_or_build, register
-from ..config import SPLIT_KEYS, fast_mode, set_seed
+from ..config import SPLIT_KEYS, fast_mode, set_seed, set_threads
 from ..model import chat_prompt, load_checkpoint
 
 MARKER = "\nConfidence: "  # what the adapted model says after its answer, before the number
@@ -60,13 +60,19 @@ class VerbalizedSettings:
     lr: float
     batch_size: int
     n_rephrase: int  # test questions asked in every phrasing (notebook 03, section 4)
+    new_tokens: str = "\nC:%"  # characters the LM never saw in training, whose embeddings train with the adapter
     seed: int = 0
 
 
-FULL = VerbalizedSettings(k=10, temperature=1.0, n_train=2000, rank=8, alpha=16, target_modules=TARGET_MODULES,
-                          epochs=3, lr=3e-3, batch_size=32, n_rephrase=1000)
-FAST = VerbalizedSettings(k=10, temperature=1.0, n_train=400, rank=8, alpha=16, target_modules=TARGET_MODULES,
-                          epochs=2, lr=3e-3, batch_size=32, n_rephrase=100)
+# Measured on one (shared) core, notebook 03 section 7: per checkpoint, about 15 s to sample the
+# targets (2,000 questions x 10 answers), 15 s to train (4 epochs, rank 16) and 5-10 s per readout of
+# the 5,000 test questions; about 6 minutes for the 8 adapters and 14 readouts of the notebook. More
+# data, epochs or rank (tried: 5,000 questions; 3-8 epochs; rank 8-32; lr 3e-3 to 1e-2) moved the AUC
+# of the oracle readout by about 0.03 at most, for up to twice the time.
+FULL = VerbalizedSettings(k=10, temperature=1.0, n_train=2000, rank=16, alpha=32, target_modules=TARGET_MODULES,
+                          epochs=4, lr=5e-3, batch_size=16, n_rephrase=1000)
+FAST = VerbalizedSettings(k=10, temperature=1.0, n_train=400, rank=16, alpha=32, target_modules=TARGET_MODULES,
+                          epochs=2, lr=5e-3, batch_size=16, n_rephrase=100)
 
 
 def verbalized_settings() -> VerbalizedSettings:
@@ -74,8 +80,21 @@ def verbalized_settings() -> VerbalizedSettings:
     return FAST if fast_mode() else FULL
 
 
-def _config() -> dict:
-    return asdict(verbalized_settings())
+def _adapter_config() -> dict:
+    """What an adapter depends on: every setting but the size of the rephrasing check."""
+    out = asdict(verbalized_settings())
+    out.pop("n_rephrase")
+    return out
+
+
+def _rephrase_config() -> dict:
+    return {"n_rephrase": verbalized_settings().n_rephrase}
+
+
+def _targets_config() -> dict:
+    """What the targets depend on (changing LoRA settings must not resample them)."""
+    s = verbalized_settings()
+    return {"k": s.k, "temperature": s.temperature, "n_train": s.n_train, "seed": s.seed}
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -186,21 +205,48 @@ def empirical_targets(samples: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def make_targets(model, tokenizer, questions: pd.DataFrame, k: int, seed: int = 0, temperature: float = 1.0,
-                 sampler=None, progress: bool = True) -> pd.DataFrame:
-    """Targets for each question: the model's accuracy over k answers sampled at `temperature`.
+@contextmanager
+def _quiet_padding_warning():
+    """Silence one harmless transformers warning while generating.
+
+    When every prompt of a batch has the same length, `generate` drops the all-ones attention mask;
+    once a reply ends, it is padded, and GPT-2 then warns that input_ids "may be padded" without a mask.
+    Those pads only follow finished replies, which causal attention never lets earlier tokens see.
+    """
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+def sample_answers(model, tokenizer, questions: pd.DataFrame, k: int, seed: int = 0, temperature: float = 1.0,
+                   sampler=None, progress: bool = True) -> pd.DataFrame:
+    """k answers per question sampled at `temperature`: one row per (question, sample), as `decoding.sample`.
 
     `sampler` defaults to `decoding.sample` (same signature); tests pass a fake one.
     """
     if not isinstance(k, (int, np.integer)) or k < 10:
         raise ValueError(f"k must be an integer >= 10 (CalibratedMath's targets need enough samples), got {k!r}")
     sampler = sampler or decoding.sample
-    samples = sampler(model, tokenizer, questions, k=k, seed=seed, temperature=temperature, progress=progress,
-                      desc="sampling targets")
-    out = empirical_targets(samples)
-    if set(out["question_id"]) != set(questions["question_id"]) or (out["n_samples"] != k).any():
+    with _quiet_padding_warning():
+        samples = sampler(model, tokenizer, questions, k=k, seed=seed, temperature=temperature, progress=progress,
+                          desc="sampling targets")
+    counts = samples.groupby("question_id").size() if len(samples) else pd.Series(dtype=int)
+    if set(counts.index) != set(questions["question_id"]) or (counts != k).any():
         raise ValueError("the sampler must return exactly k rows for every question")
-    return questions[["question_id"]].merge(out, on="question_id", how="left")
+    return samples
+
+
+def make_targets(model, tokenizer, questions: pd.DataFrame, k: int, seed: int = 0, temperature: float = 1.0,
+                 sampler=None, progress: bool = True) -> pd.DataFrame:
+    """Targets for each question, in the questions' order: the model's accuracy over k sampled answers,
+    rounded to 10% (`empirical_targets` of `sample_answers`)."""
+    samples = sample_answers(model, tokenizer, questions, k, seed, temperature, sampler, progress)
+    return questions[["question_id"]].merge(empirical_targets(samples), on="question_id", how="left")
 
 
 def _checkpoints():
@@ -219,10 +265,11 @@ def _train_questions() -> pd.DataFrame:
     return sums.split("adapter_train").iloc[: verbalized_settings().n_train].reset_index(drop=True)
 
 
-@register("verbalized_targets", version="1", deps=lambda checkpoint: [("world", {})], settings_keys=SPLIT_KEYS,
-          config=_config)
+@register("verbalized_targets", version="2", deps=lambda checkpoint: [("world", {})], settings_keys=SPLIT_KEYS,
+          config=_targets_config)
 def _build_targets(folder, checkpoint: str) -> pd.DataFrame:
     """Empirical accuracy of one checkpoint on adapter_train questions (k samples each), rounded to 10%."""
+    set_threads()  # HELPERS_THREADS, or every core
     s = verbalized_settings()
     model, tokenizer = load_checkpoint(checkpoint)
     out = make_targets(model, tokenizer, _train_questions(), k=s.k, seed=s.seed, temperature=s.temperature)
@@ -240,46 +287,48 @@ def targets(checkpoint: str) -> pd.DataFrame:
 
 @contextmanager
 def _quiet_peft():
-    """Silence peft's known, harmless warnings while it wraps or loads GPT-2.
+    """Silence the known, harmless warnings peft raises while it wraps or loads GPT-2.
 
-    - "fan_in_fan_out is set to False but the target module is `Conv1D`": GPT-2's layers are Conv1D
-      (weights stored transposed); we do set fan_in_fan_out=True, but peft may still check.
-    - "Found missing adapter keys" / "Already found a `peft_config` attribute": loading an adapter into a
-      freshly injected model; the keys it lists are the frozen base weights, which are not in an adapter.
+    - peft 0.21 calls transformers 5.x's `is_gradient_checkpointing`, which transformers deprecates
+      (a FutureWarning about peft's code, not ours; seen on every wrap and load).
+    - "fan_in_fan_out is set to False but the target module is `Conv1D`" (DESIGN §5): GPT-2's layers
+      store their weights transposed. We set fan_in_fan_out=True, so it should not appear; if a config
+      without it ever reaches peft, peft corrects the flag itself.
     """
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*fan_in_fan_out.*")
-        warnings.filterwarnings("ignore", message=r".*peft_config.*")
-        warnings.filterwarnings("ignore", message=r".*missing adapter keys.*")
-        # peft 0.21 asks transformers 5.x `is_gradient_checkpointing`, which transformers deprecates.
         warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=r".*fan_in_fan_out.*")
         yield
 
 
-def lora_config(inference: bool = False):
+def lora_config(tokenizer=None, inference: bool = False):
     """The peft LoraConfig of every verbalized adapter (settings from `verbalized_settings()`)."""
     from peft import LoraConfig
 
     s = verbalized_settings()
+    extra = {}
+    if s.new_tokens and tokenizer is not None:
+        extra["trainable_token_indices"] = tokenizer.convert_tokens_to_ids(list(s.new_tokens))
     return LoraConfig(r=s.rank, lora_alpha=s.alpha, target_modules=s.target_modules, fan_in_fan_out=True,
-                      lora_dropout=0.0, bias="none", task_type="CAUSAL_LM", inference_mode=inference)
+                      lora_dropout=0.0, bias="none", task_type="CAUSAL_LM", inference_mode=inference, **extra)
 
 
-def add_adapter(model):
+def add_adapter(model, tokenizer=None):
     """Wrap a checkpoint's model with a fresh, trainable LoRA adapter; the base weights are frozen."""
     from peft import get_peft_model
 
     with _quiet_peft():
-        return get_peft_model(model, lora_config())
+        return get_peft_model(model, lora_config(tokenizer))
 
 
 def weights_hash(model) -> str:
     """SHA-256 of a model's base weights (LoRA weights excluded), to check that they never change."""
     h = hashlib.sha256()
     for name, tensor in sorted(model.state_dict().items()):
-        if "lora_" in name:
+        if "lora_" in name or "trainable_tokens" in name:
             continue
-        name = name.replace("base_model.model.", "").replace(".base_layer", "")
+        # peft renames what it wraps: base_model.model.<name>, <layer>.base_layer, <emb>.token_adapter.base_layer
+        name = name.replace("base_model.model.", "").replace(".token_adapter", "").replace(".base_layer", "")
         h.update(name.encode())
         h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
@@ -311,6 +360,18 @@ def _check_answers(questions: pd.DataFrame, answers) -> list[str]:
     return answers
 
 
+def _length_batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Shuffled batches of similar length (less padding): shuffle, sort within pools of 16 batches, shuffle."""
+    order = rng.permutation(len(lengths))
+    pool = 16 * batch_size
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = order[start:start + pool]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
 def train_adapter(model, tokenizer, questions: pd.DataFrame, answers, target, epochs: int | None = None,
                   lr: float | None = None, batch_size: int | None = None, seed: int | None = None,
                   progress: bool = True):
@@ -321,8 +382,10 @@ def train_adapter(model, tokenizer, questions: pd.DataFrame, answers, target, ep
     returns (peft model in eval mode, log with the mean loss per epoch).
     """
     s = verbalized_settings()
-    epochs, lr = epochs or s.epochs, lr or s.lr
-    batch_size, seed = batch_size or s.batch_size, s.seed if seed is None else seed
+    epochs = s.epochs if epochs is None else epochs
+    lr = s.lr if lr is None else lr
+    batch_size = s.batch_size if batch_size is None else batch_size
+    seed = s.seed if seed is None else seed
     answers = _check_answers(questions, answers)
     target = np.asarray(target, dtype=float)
     if target.shape != (len(questions),):
@@ -332,7 +395,7 @@ def train_adapter(model, tokenizer, questions: pd.DataFrame, answers, target, ep
     prefixes = [chat_prompt(q) + a for q, a in zip(questions["question"], answers)]
     suffixes = [confidence_suffix(t) for t in target]
     set_seed(seed)
-    peft_model = add_adapter(model)
+    peft_model = add_adapter(model, tokenizer)
     params = [p for p in peft_model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     n_steps = epochs * int(np.ceil(len(prefixes) / batch_size))
@@ -340,11 +403,10 @@ def train_adapter(model, tokenizer, questions: pd.DataFrame, answers, target, ep
     rng = np.random.default_rng(seed)
     peft_model.train()
     log = []
+    lengths = np.array([len(p) + len(x) for p, x in zip(prefixes, suffixes)])
     for epoch in tqdm(range(epochs), desc="LoRA epochs", disable=not progress, leave=False):
-        order = rng.permutation(len(prefixes))
         losses = []
-        for start in range(0, len(order), batch_size):
-            idx = order[start:start + batch_size]
+        for idx in _length_batches(lengths, batch_size, rng):
             batch = encode_suffix_pairs(tokenizer, [prefixes[i] for i in idx], [suffixes[i] for i in idx])
             logits = peft_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
             loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
@@ -363,11 +425,11 @@ def _adapter_deps(checkpoint: str):
     return [("verbalized_targets", {"checkpoint": checkpoint}), ("greedy", {"checkpoint": checkpoint, "split": "adapter_train"})]
 
 
-@register("verbalized_adapter", version="1", deps=_adapter_deps, settings_keys=SPLIT_KEYS, config=_config)
+@register("verbalized_adapter", version="2", deps=_adapter_deps, settings_keys=SPLIT_KEYS, config=_adapter_config)
 def _build_adapter(folder, checkpoint: str) -> dict:
     """A LoRA adapter that makes one checkpoint state its confidence after its greedy answers."""
+    set_threads()  # HELPERS_THREADS, or every core
     s = verbalized_settings()
-    start = time.perf_counter()
     questions = _train_questions()
     answers = load_or_build("greedy", checkpoint=checkpoint, split="adapter_train")
     answers = questions[["question_id"]].merge(answers, on="question_id", how="left")
@@ -375,14 +437,16 @@ def _build_adapter(folder, checkpoint: str) -> dict:
     goal = questions[["question_id"]].merge(goal, on="question_id", how="left")
     model, tokenizer = load_checkpoint(checkpoint)
     before = weights_hash(model)
+    start = time.perf_counter()
     peft_model, log = train_adapter(model, tokenizer, questions, answers["text"], goal["target"])
+    seconds = time.perf_counter() - start
     if weights_hash(peft_model) != before:
         raise RuntimeError("training changed the checkpoint's base weights; only LoRA weights may train")
     with _quiet_peft():
         peft_model.save_pretrained(folder / "adapter")
     n_trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
     return {"checkpoint": checkpoint, "log": log, "n_trainable": n_trainable, "settings": asdict(s),
-            "train_seconds": time.perf_counter() - start}
+            "train_seconds": seconds}
 
 
 def adapter_info(checkpoint: str) -> dict:
@@ -421,44 +485,75 @@ def load_adapted(checkpoint: str, adapter: str | None = None):
 # ---------------------------------------------------------------------------- readouts
 
 
-def _level_token_ids(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
-    """(11, 4) ids of "0%" .. "100%" right-padded with the pad id, and their lengths."""
-    texts = [f"{level}%" for level in LEVELS]
-    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
-    width = max(len(i) for i in ids)
-    out = torch.full((len(ids), width), tokenizer.pad_token_id, dtype=torch.long)
-    for row, i in enumerate(ids):
-        out[row, : len(i)] = torch.tensor(i)
-    return out, torch.tensor([len(i) for i in ids])
+def _encode_scoring_batch(tokenizer, prefixes: list[str]):
+    """Inputs of one scoring pass: each left-padded `prefix + MARKER`, then the eleven level strings.
+
+    Returns (input_ids, 4D additive attention mask, position_ids, n_prefix, segment starts, level ids).
+    Every level string "d%" sees the prefix and its own earlier tokens only, at the positions it would
+    have right after the prefix, so one pass scores all eleven as if each had been fed alone.
+    """
+    tokenizer.padding_side = "left"
+    enc = tokenizer([p + MARKER for p in prefixes], return_tensors="pt", padding=True, add_special_tokens=False)
+    ids, mask = enc["input_ids"], enc["attention_mask"].bool()
+    batch, n_prefix = ids.shape
+    level_ids = [tokenizer(f"{level}%", add_special_tokens=False)["input_ids"] for level in LEVELS]
+    starts = np.cumsum([0] + [len(x) for x in level_ids])  # offset of each level string after the prefix
+    n_cont = int(starts[-1])
+    total = n_prefix + n_cont
+    flat = torch.tensor([t for x in level_ids for t in x])
+    input_ids = torch.cat([ids, flat.expand(batch, n_cont)], dim=1)
+    allowed = torch.zeros(batch, total, total, dtype=torch.bool)
+    allowed[:, :n_prefix, :n_prefix] = torch.ones(n_prefix, n_prefix, dtype=torch.bool).tril() & mask[:, None, :]
+    allowed[:, n_prefix:, :n_prefix] = mask[:, None, :]
+    for i, x in enumerate(level_ids):
+        a, b = n_prefix + starts[i], n_prefix + starts[i + 1]
+        allowed[:, a:b, a:b] = torch.ones(len(x), len(x), dtype=torch.bool).tril()
+    allowed |= torch.eye(total, dtype=torch.bool)  # padding rows attend to themselves (no empty softmax)
+    additive = torch.zeros(batch, 1, total, total)
+    additive.masked_fill_(~allowed[:, None], torch.finfo(additive.dtype).min)
+    prefix_pos = (mask.long().cumsum(1) - 1).clamp(min=0)
+    offsets = torch.tensor([o for x in level_ids for o in range(len(x))])
+    position_ids = torch.cat([prefix_pos, prefix_pos[:, -1:] + 1 + offsets], dim=1)
+    return input_ids, additive, position_ids, n_prefix, starts, level_ids
 
 
 @torch.no_grad()
-def level_logprobs(model, tokenizer, prefixes: list[str]) -> torch.Tensor:
-    """(B, 11) log-probabilities of the strings "0%" .. "100%" after each prefix (teacher forcing).
+def score_levels(model, tokenizer, prefixes: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Score the eleven stated levels after each prefix (a chat prompt followed by an answer).
 
-    The prefix runs once; its key-value cache is repeated for the eleven continuations. Left padding
-    needs explicit position ids (taken from the attention mask, as generation does).
+    Returns (logprobs, greedy): logprobs (B, 11) are the log-probabilities of "0%" .. "100%" after
+    `prefix + "\\nConfidence: "` (teacher forcing); greedy (B,) is the index of the level that greedy
+    decoding after the bare prefix would produce, marker, digits, "%" and end mark included, or -1
+    if greedy decoding leaves that path (then only real generation can tell what it says).
+    Both come from one forward pass per batch (see `_encode_scoring_batch`).
     """
-    tokenizer.padding_side = "left"
-    enc = tokenizer(prefixes, return_tensors="pt", padding=True, add_special_tokens=False)
-    mask = enc["attention_mask"]
-    positions = (mask.cumsum(1) - 1).clamp(min=0)
-    out = model(input_ids=enc["input_ids"], attention_mask=mask, position_ids=positions, use_cache=True)
-    first = torch.log_softmax(out.logits[:, -1].float(), dim=-1)  # (B, V)
-    ids, lengths = _level_token_ids(tokenizer)
-    n_levels, width = ids.shape
+    input_ids, additive, position_ids, n_prefix, starts, level_ids = _encode_scoring_batch(tokenizer, prefixes)
+    logits = model(input_ids=input_ids, attention_mask=additive, position_ids=position_ids).logits.float()
+    logp = torch.log_softmax(logits, dim=-1)  # position t predicts token t+1
+    top = logits.argmax(-1)
     batch = len(prefixes)
-    cache = out.cache
-    cache.batch_repeat_interleave(n_levels)
-    cont_ids = ids.repeat(batch, 1)  # (B*11, width): for each prefix, the eleven levels in order
-    cont_mask = torch.cat([mask.repeat_interleave(n_levels, 0), torch.ones(batch * n_levels, width, dtype=mask.dtype)], 1)
-    cont_pos = positions[:, -1:].repeat_interleave(n_levels, 0) + 1 + torch.arange(width)
-    logits = model(input_ids=cont_ids, attention_mask=cont_mask, position_ids=cont_pos, cache=cache).logits
-    logp = torch.log_softmax(logits.float(), dim=-1)  # (B*11, width, V): position t predicts token t+1
-    later = logp[:, :-1].gather(-1, cont_ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # (B*11, width-1)
-    keep = torch.arange(1, width)[None, :] < lengths.repeat(batch)[:, None]
-    total = first.repeat_interleave(n_levels, 0).gather(-1, cont_ids[:, :1]).squeeze(-1) + (later * keep).sum(1)
-    return total.view(batch, n_levels)
+    # Greedy follows the marker if every marker token is the argmax after the tokens before it; the
+    # prefixes are left-padded, so the marker is the last n_marker tokens of every row.
+    marker = input_ids[0, n_prefix - len(tokenizer(MARKER, add_special_tokens=False)["input_ids"]):n_prefix]
+    on_path = (top[:, n_prefix - 1 - len(marker):n_prefix - 1] == marker).all(dim=1)
+    out = torch.zeros(batch, len(LEVELS))
+    greedy = torch.full((batch,), -1, dtype=torch.long)
+    eos = tokenizer.eos_token_id
+    for j, ids in enumerate(level_ids):
+        # the level's first token follows the prefix; each later one follows the level's previous token
+        where = [n_prefix - 1] + [n_prefix + int(starts[j]) + t for t in range(len(ids) - 1)]
+        out[:, j] = sum(logp[:, w, tok] for w, tok in zip(where, ids))
+        follows = on_path.clone()
+        for w, tok in zip(where, ids):
+            follows &= top[:, w] == tok
+        follows &= top[:, n_prefix + int(starts[j]) + len(ids) - 1] == eos  # then the end mark
+        greedy[follows & (greedy < 0)] = j
+    return out, greedy
+
+
+def level_logprobs(model, tokenizer, prefixes: list[str]) -> torch.Tensor:
+    """(B, 11) log-probabilities of "0%" .. "100%" after each `prefix + "\\nConfidence: "`."""
+    return score_levels(model, tokenizer, prefixes)[0]
 
 
 def expected_level(logprobs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -470,39 +565,57 @@ def expected_level(logprobs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 
 @torch.no_grad()
-def read_confidence(model, tokenizer, questions: pd.DataFrame, answers, batch_size: int = 500,
+def generate_continuations(model, tokenizer, prefixes: list[str], max_new_tokens: int = STATED_MAX_TOKENS) -> list[str]:
+    """Greedy continuations of each prefix (chat prompt + answer), cut at the end mark."""
+    tokenizer.padding_side = "left"
+    enc = tokenizer(prefixes, return_tensors="pt", padding=True, add_special_tokens=False)
+    eos = tokenizer.eos_token_id
+    with _quiet_padding_warning():
+        seqs = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens,
+                              pad_token_id=tokenizer.pad_token_id, eos_token_id=eos)
+    new = seqs[:, enc["input_ids"].shape[1]:].tolist()
+    return [tokenizer.decode(r[: r.index(eos)] if eos in r else r, skip_special_tokens=True) for r in new]
+
+
+@torch.no_grad()
+def read_confidence(model, tokenizer, questions: pd.DataFrame, answers, batch_size: int = 128,
                     progress: bool = True, desc: str = "verbalized") -> pd.DataFrame:
     """Both readouts of an adapted model after given answers, one row per question.
 
-    Columns: question_id, stated_text (the greedy continuation), stated (parsed, in [0, 1], NaN if it
-    did not parse), parsed, expected (expected level under the model's distribution over the eleven
-    levels, renormalized), level_mass (their total probability before renormalizing).
+    Columns: question_id, stated_text (the greedy continuation after the answer), stated (parsed by
+    `parse_confidence`, in [0, 1], NaN if it did not parse), parsed, expected (expected level under
+    the model's distribution over the eleven levels, renormalized), likeliest (the most probable of
+    the eleven levels), level_mass (their total probability after the marker, before renormalizing).
+
+    The greedy continuation is read off the scoring pass when greedy decoding says the marker, a
+    level and the end mark (the usual case); only the other rows are generated token by token.
     """
     answers = _check_answers(questions, answers)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    eos = tokenizer.eos_token_id
     prefixes = [chat_prompt(q) + a for q, a in zip(questions["question"], answers)]
-    rows = []
+    logprobs, texts = [], []
     for start in tqdm(range(0, len(prefixes), batch_size), desc=desc, disable=not progress, leave=False):
-        chunk = prefixes[start:start + batch_size]
-        tokenizer.padding_side = "left"
-        enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-        seqs = model.generate(**enc, do_sample=False, max_new_tokens=STATED_MAX_TOKENS,
-                              pad_token_id=tokenizer.pad_token_id, eos_token_id=eos)
-        new = seqs[:, enc["input_ids"].shape[1]:].tolist()
-        texts = [tokenizer.decode(r[: r.index(eos)] if eos in r else r, skip_special_tokens=True) for r in new]
-        stated = [parse_confidence(t) for t in texts]
-        expected, mass = expected_level(level_logprobs(model, tokenizer, [p + MARKER for p in chunk]))
-        rows.append(pd.DataFrame({
-            "question_id": questions["question_id"].iloc[start:start + batch_size].to_numpy(),
-            "stated_text": texts,
-            "stated": np.array([np.nan if v is None else v for v in stated], dtype=float),
-            "parsed": [v is not None for v in stated],
-            "expected": expected,
-            "level_mass": mass,
-        }))
-    return pd.concat(rows, ignore_index=True)
+        scores, greedy = score_levels(model, tokenizer, prefixes[start:start + batch_size])
+        logprobs.append(scores)
+        texts += [f"{MARKER}{LEVELS[j]}%" if j >= 0 else None for j in greedy.tolist()]
+    off_path = [i for i, t in enumerate(texts) if t is None]
+    for start in range(0, len(off_path), 4 * batch_size):  # the rest, decoded token by token
+        some = off_path[start:start + 4 * batch_size]
+        for i, text in zip(some, generate_continuations(model, tokenizer, [prefixes[i] for i in some])):
+            texts[i] = text
+    stated = [parse_confidence(t) for t in texts]
+    logprobs = torch.cat(logprobs)
+    expected, mass = expected_level(logprobs)
+    return pd.DataFrame({
+        "question_id": questions["question_id"].to_numpy(),
+        "stated_text": texts,
+        "stated": np.array([np.nan if v is None else v for v in stated], dtype=float),
+        "parsed": [v is not None for v in stated],
+        "expected": expected,
+        "likeliest": np.asarray(LEVELS, dtype=float)[logprobs.argmax(dim=1).numpy()] / 100,
+        "level_mass": mass,
+    })
 
 
 def _source_name(source: str, checkpoint: str) -> str:
@@ -513,26 +626,26 @@ def _results_deps(checkpoint: str, split: str, adapter: str):
     return [("verbalized_adapter", {"checkpoint": adapter}), ("greedy", {"checkpoint": checkpoint, "split": split})]
 
 
-@register("verbalized", version="1", deps=_results_deps, settings_keys=SPLIT_KEYS, config=_config)
+@register("verbalized", version="3", deps=_results_deps, settings_keys=SPLIT_KEYS)
 def _build_results(folder, checkpoint: str, split: str, adapter: str) -> pd.DataFrame:
     """Verbalized confidence of one checkpoint on one split, read through the adapter trained on `adapter`."""
+    set_threads()  # HELPERS_THREADS, or every core
     greedy = load_or_build("greedy", checkpoint=checkpoint, split=split)
     questions = sums.split(split)
     if not questions["question_id"].equals(greedy["question_id"]):
         raise RuntimeError("cached greedy results are out of step with the split; rebuild them")
     model, tokenizer = load_adapted(checkpoint, adapter)
+    model = model.merge_and_unload()  # same outputs, faster; this in-memory copy is thrown away afterwards
+    start = time.perf_counter()
     read = read_confidence(model, tokenizer, questions, greedy["text"], desc=f"verbalized {checkpoint} via {adapter}")
-    out = pd.DataFrame({
-        "checkpoint": checkpoint,
-        "adapter": adapter,
-        "question_id": greedy["question_id"].to_numpy(),
-        "text": greedy["text"].to_numpy(),
-        "answer": greedy["answer"].to_numpy(),
-        "correct": greedy["correct"].to_numpy(),
-        "token_probability": greedy["confidence"].to_numpy(),
-    })
+    seconds = time.perf_counter() - start
+    out = greedy[["question_id", "text", "answer", "correct"]].reset_index(drop=True)
+    out.insert(0, "checkpoint", checkpoint)
+    out.insert(1, "adapter", adapter)
+    out["token_probability"] = greedy["confidence"].to_numpy()
     out = pd.concat([out, read.drop(columns="question_id")], axis=1)
     out["confidence"] = out["expected"]
+    out.attrs["read_seconds"] = seconds  # the readouts alone, for the cost table of notebook 03
     return out
 
 
@@ -542,8 +655,8 @@ def verbalized_results(split: str = "test", checkpoints=None, source: str = "ora
     source="oracle" reads each checkpoint through its own adapter; a training checkpoint's name reads
     every checkpoint through that checkpoint's adapter (non-oracle). Columns: checkpoint, adapter,
     question_id, text, answer, correct (of the checkpoint's own greedy answer), token_probability,
-    stated_text, stated (NaN if unparsed), parsed, expected, level_mass, and confidence (= expected,
-    always defined; use `stated` with `parsed` for the decoded number).
+    stated_text, stated (NaN if unparsed), parsed, expected, likeliest, level_mass, and confidence
+    (= expected, always defined; use `stated` with `parsed` for the decoded number).
     """
     ckpts = _checkpoints()
     names = ckpts.validate(list(ckpts.evaluation) if checkpoints is None else checkpoints)
@@ -577,17 +690,20 @@ def _rephrase_deps(checkpoint: str):
     return [("verbalized_adapter", {"checkpoint": checkpoint})]
 
 
-@register("verbalized_rephrasings", version="1", deps=_rephrase_deps, settings_keys=SPLIT_KEYS, config=_config)
+@register("verbalized_rephrasings", version="2", deps=_rephrase_deps, settings_keys=SPLIT_KEYS, config=_rephrase_config)
 def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
     """The first n_rephrase test questions in every phrasing: greedy answer, token probability, both readouts."""
+    set_threads()  # HELPERS_THREADS, or every core
     s = verbalized_settings()
     base = sums.split("test").iloc[: s.n_rephrase]
     model, tokenizer = load_checkpoint(checkpoint)
     frames = []
     for template in range(len(sums.QUESTION_TEMPLATES["sum"])):
         qs = sums.make_questions("sum", base["a"], base["b"], template=template)
-        frames.append(qs.merge(decoding.greedy(model, tokenizer, qs, progress=False), on="question_id"))
-    adapted = attach_adapter(model, adapter_path(checkpoint))
+        with _quiet_padding_warning():
+            answers = decoding.greedy(model, tokenizer, qs, progress=False)
+        frames.append(qs.merge(answers, on="question_id"))
+    adapted = attach_adapter(model, adapter_path(checkpoint)).merge_and_unload()
     out = []
     for df in frames:
         read = read_confidence(adapted, tokenizer, df, df["text"], progress=False)
@@ -599,18 +715,60 @@ def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
     return out
 
 
+def focus_checkpoint() -> str:
+    """The evaluation checkpoint notebook 03 looks at closely: the middle one (neither weak nor saturated)."""
+    evaluation = _checkpoints().evaluation
+    return evaluation[len(evaluation) // 2]
+
+
 def rephrasing_results(checkpoint: str | None = None) -> pd.DataFrame:
-    """Test questions asked in every phrasing of `sums.QUESTION_TEMPLATES` (default checkpoint: the last
-    evaluation one), read through the checkpoint's own adapter. One row per (question, template)."""
-    name = _check_checkpoint(checkpoint or _checkpoints().evaluation[-1])
+    """The first n_rephrase test questions asked in every phrasing of `sums.QUESTION_TEMPLATES`, answered
+    greedily and read through the checkpoint's own adapter (default: `focus_checkpoint()`).
+
+    One row per (question, template): question_id, template, question, text, answer, correct,
+    token_probability, and the readouts of `read_confidence`. The adapter only ever saw template 0.
+    """
+    name = _check_checkpoint(checkpoint or focus_checkpoint())
     return load_or_build("verbalized_rephrasings", checkpoint=name)
 
 
+def adapter_checkpoints() -> list[str]:
+    """The checkpoints that get an adapter: every evaluation checkpoint (oracle) and `default_source()`."""
+    return [default_source()] + list(_checkpoints().evaluation)
+
+
 def build_all() -> None:
-    """Everything notebook 03 loads: oracle and non-oracle results on the evaluation checkpoints, rephrasings."""
+    """Everything notebook 03 loads, stage by stage: targets, adapters, readouts (oracle and non-oracle
+    on the evaluation checkpoints), rephrasings."""
+    for name in adapter_checkpoints():
+        targets(name)
+    for name in adapter_checkpoints():
+        adapter_info(name)
     verbalized_results("test", source="oracle")
     verbalized_results("test", source=default_source())
     rephrasing_results()
 
 
-EXTRA_BUILDS.append(("verbalized confidence (notebook 03)", build_all))
+def build_costs() -> pd.DataFrame:
+    """Seconds each cached stage took when it was built, per checkpoint (builds what is missing).
+
+    sampling targets: the targets' build; LoRA training: the training loop alone; readouts: both
+    readouts on the test split (oracle, and for evaluation checkpoints also non-oracle).
+    """
+    from ..artifacts import built_seconds
+
+    rows = []
+    for name in adapter_checkpoints():
+        targets(name)
+        rows.append({"checkpoint": name, "stage": "sampling targets",
+                     "seconds": built_seconds("verbalized_targets", checkpoint=name)})
+        rows.append({"checkpoint": name, "stage": "LoRA training", "seconds": adapter_info(name)["train_seconds"]})
+    for source in ("oracle", default_source()):
+        for name in _checkpoints().evaluation:
+            df = load_or_build("verbalized", checkpoint=name, split="test", adapter=_source_name(source, name))
+            rows.append({"checkpoint": name, "stage": "readouts (oracle)" if source == "oracle" else "readouts (non-oracle)",
+                         "seconds": df.attrs.get("read_seconds", np.nan)})
+    return pd.DataFrame(rows)
+
+
+EXTRA_BUILDS.append(("verbalized", build_all))  # stage of `python -m helpers build` (notebook 03)
