@@ -5,6 +5,8 @@ the greedy answer's tokens, end mark included (seed 002). Results are cached per
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pandas as pd
 import torch
@@ -16,6 +18,17 @@ from .config import SPLIT_KEYS
 from .model import chat_prompt
 
 MAX_NEW_TOKENS = 24  # the longest answer form ("The difference is 999.") plus the end mark
+
+
+class _DropPaddingAdvice(logging.Filter):
+    """We always pass the attention mask; when every prompt of a batch has the same length, transformers
+    drops the all-ones mask, then warns about the pad tokens it wrote itself after finished replies."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "strongly recommend passing in an `attention_mask`" not in record.getMessage()
+
+
+logging.getLogger("transformers.modeling_utils").addFilter(_DropPaddingAdvice())
 
 
 def _check_questions(questions: pd.DataFrame) -> None:
