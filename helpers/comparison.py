@@ -1,0 +1,151 @@
+"""One table of methods × {full-set, contrast-set} metrics with paired-bootstrap markers (notebooks 05, 06).
+
+Every method is named in METHODS and built from cached artifacts, so the whole table, bootstrap
+included, is itself cached: rerunning a notebook reads it back in seconds.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from . import contrast, metrics, stats
+from .artifacts import load_or_build, register
+from .config import SPLIT_KEYS, settings
+
+FULL = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("SmoothECE", "smooth_ece")]
+CONTRAST = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("Δ", "delta"), ("Δ class-balanced", "delta_cb")]
+# Metrics the bootstrap tests (SmoothECE is too slow to resample for every cell; Δcb has no resampler).
+TESTED = {"auc", "brier", "ece", "delta"}
+N_RESAMPLES = 200
+
+
+def _ck():
+    from .training import get_checkpoints
+
+    return get_checkpoints()
+
+
+def _greedy():
+    from .decoding import greedy_results
+
+    return greedy_results("test", _ck().evaluation)
+
+
+def _sc(split="test", checkpoints=None):
+    from .confidence import self_consistency as sc
+
+    return sc.sc_results(split, checkpoints or _ck().evaluation)
+
+
+def _recalibrated(method: str, name: str) -> pd.DataFrame:
+    from .confidence import posthoc
+
+    fit_on = {"sc": lambda: _sc("adapter_train"), "adapter": lambda: _adapters("adapter_train", _ck().training[-1])}[name]()
+    apply_to = {"sc": _sc, "adapter": lambda: _adapters("test", _ck().training[-1])}[name]()
+    return posthoc.recalibrate_per_checkpoint(fit_on, apply_to, method)
+
+
+def _adapters(split, source, **kw):
+    from .confidence import adapters
+
+    return adapters.adapter_results(split, _ck().evaluation, source=source, **kw)
+
+
+def _copy(kind: str) -> pd.DataFrame:
+    from .confidence import adapters
+
+    src = _ck().training[-1]
+    if kind == "sc":
+        both = _sc("test", [src, *_ck().evaluation])
+    else:  # what the training checkpoint's own adapter said about its own answers
+        both = pd.concat([adapters.adapter_results("test", [src], source=src), _adapters("test", src)])
+    return contrast.copy_confidences(both, src, _ck().evaluation)
+
+
+def _surrogate_sc() -> pd.DataFrame:
+    from .confidence import self_consistency as sc
+
+    return sc.surrogate_sc(_ck().training[-1], _sc())
+
+
+def _baseline(kind: str) -> pd.DataFrame:
+    from .confidence import baselines
+
+    return {"index": baselines.checkpoint_index_results, "gcm": baselines.gcm_results}[kind]("test", _ck().evaluation)
+
+
+METHODS: dict[str, Callable[[], pd.DataFrame]] = {
+    "oracle adapter": lambda: _adapters("test", "oracle"),
+    "non-oracle adapter": lambda: _adapters("test", _ck().training[-1]),
+    "multi-checkpoint adapter": lambda: _adapters("test", "multi"),
+    "self-consistency": _sc,
+    "token probability": _greedy,
+    "SC + isotonic": lambda: _recalibrated("isotonic", "sc"),
+    "SC + temperature": lambda: _recalibrated("temperature", "sc"),
+    "SC + Platt": lambda: _recalibrated("platt", "sc"),
+    "non-oracle + isotonic": lambda: _recalibrated("isotonic", "adapter"),
+    "checkpoint index": lambda: _baseline("index"),
+    "GCM": lambda: _baseline("gcm"),
+    "copy (SC)": lambda: _copy("sc"),
+    "copy (non-oracle adapter)": lambda: _copy("adapter"),
+    "surrogate (SC)": _surrogate_sc,
+    "surrogate (non-oracle adapter)": lambda: _adapters("test", _ck().training[-1], surrogate=True),
+}
+
+
+def method_results(name: str) -> pd.DataFrame:
+    """The standard frame of a named method on the evaluation checkpoints' test answers."""
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose from {list(METHODS)}")
+    return METHODS[name]()
+
+
+def _scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
+    full = metrics.full_set_metrics(df, _ck().evaluation)
+    cont = contrast.contrast_metrics(df, pairs, min_size=min_size)
+    out = {("full set", label): full[key] for label, key in FULL}
+    out.update({("contrast set", label): cont[key] for label, key in CONTRAST})
+    return out
+
+
+@register("comparison", version="1", deps=lambda methods, reference: [("world", {})], settings_keys=SPLIT_KEYS,
+          config=lambda: {"n_resamples": N_RESAMPLES})
+def _build_comparison(folder, methods: str, reference: str) -> dict:
+    """Metrics of several methods and, for each cell, whether it is distinguishable from the reference."""
+    names = methods.split("|")
+    frames = {name: method_results(name) for name in tqdm(names, desc="methods", leave=False)}
+    pairs = contrast.all_pairs(_ck().evaluation)
+    min_size = settings().min_contrast
+    values = pd.DataFrame({name: _scores(df, pairs, min_size) for name, df in frames.items()}).T
+    same = pd.DataFrame(False, index=values.index, columns=values.columns)
+    for name in tqdm([n for n in names if n != reference], desc="bootstrap vs " + reference, leave=False):
+        for label, key in FULL:
+            if key in TESTED:
+                run = stats.full_set_bootstrap(key, frames[name], frames[reference], _ck().evaluation, n=N_RESAMPLES)
+                same.loc[name, ("full set", label)] = run["contains_zero"]
+        for label, key in CONTRAST:
+            if key in TESTED:
+                run = stats.contrast_bootstrap_over_pairs(key, frames[name], frames[reference], pairs, min_size,
+                                                          n=N_RESAMPLES)
+                same.loc[name, ("contrast set", label)] = run["contains_zero"]
+    return {"values": values, "indistinguishable": same, "reference": reference}
+
+
+def comparison(methods: list[str], reference: str = "oracle adapter") -> dict:
+    """Cached table: `values` (methods × metrics), `indistinguishable` (bootstrap interval vs the reference contains 0)."""
+    unknown = [m for m in [*methods, reference] if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown methods {unknown}; choose from {list(METHODS)}")
+    if reference not in methods:
+        methods = [reference, *methods]
+    return load_or_build("comparison", methods="|".join(methods), reference=reference)
+
+
+def marked(table: dict, digits: int = 3) -> pd.DataFrame:
+    """The values as text, with † where the bootstrap cannot tell the cell from the reference (paper A.8.2)."""
+    values, same = table["values"], table["indistinguishable"]
+    text = values.map(lambda v: f"{v:.{digits}f}" if isinstance(v, float) and np.isfinite(v) else str(v))
+    return text.where(~same | (values.index == table["reference"])[:, None], text + " †")

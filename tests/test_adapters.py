@@ -1,0 +1,208 @@
+"""Confidence adapters (helpers/confidence/adapters.py), in fast mode."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from helpers import sums
+from helpers.confidence import adapters as A
+from helpers.model import load_checkpoint
+
+
+@pytest.fixture(scope="module", autouse=True)
+def threads():
+    """HELPERS_THREADS torch threads: two threads on a busy two-core machine train 30 times slower (measured)."""
+    from helpers.config import set_threads
+
+    set_threads()
+
+
+@pytest.fixture(scope="module")
+def ck(world):
+    from helpers.training import get_checkpoints
+
+    return get_checkpoints()
+
+
+@pytest.fixture(scope="module")
+def pair(ck):
+    """Two evaluation checkpoints whose answers are sometimes right (fast-mode training ones rarely are)."""
+    return list(ck.evaluation[-2:])
+
+
+def _small(examples: pd.DataFrame, n: int = 96) -> pd.DataFrame:
+    """A few rows of each base, so that fit_adapter runs in a fraction of a second."""
+    return examples.groupby("base", group_keys=False).head(n).reset_index(drop=True)
+
+
+def _randomize_lora(model, seed: int = 0) -> None:
+    """Non-zero LoRA weights (fresh adapters start as the identity)."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+
+
+def test_confidence_is_softmax_over_yes_no_logits(ck):
+    model, tok = load_checkpoint(ck.evaluation[-1])
+    model = A.lora_model(model)
+    _randomize_lora(model)
+    questions = ["What is 3+4?", "What is 12+85?", "What is 7+0?"]
+    answers = ["7", "It is 97.", ""]  # different lengths: the batch is padded
+    got = A.adapter_confidence(model, tok, questions, answers)
+    raw = A.adapter_confidence(model, tok, questions, answers, normalize=False)
+    y, n = tok.convert_tokens_to_ids(["Y"]), tok.convert_tokens_to_ids(["N"])
+    head = model.get_base_model().lm_head.weight
+    temperature = (head[y[0]] - head[n[0]]).norm()
+    for i, (q, a) in enumerate(zip(questions, answers)):
+        text = f"<bos><user>{q}<assistant>{a}<eos><user>Correct?<assistant>"
+        ids = torch.tensor([tok.convert_tokens_to_ids(tok.tokenize(text))])  # no padding, one prompt
+        with torch.no_grad():
+            last = model(input_ids=ids).logits[0, -1]
+        pair_logits = torch.stack([last[y[0]], last[n[0]]])
+        assert got[i] == pytest.approx(torch.softmax(pair_logits / temperature, 0)[0].item(), abs=1e-5)
+        assert raw[i] == pytest.approx(torch.softmax(pair_logits, 0)[0].item(), abs=1e-5)
+    assert 0.0 < got.min() and got.max() < 1.0
+
+
+def test_prompt_reads_the_existing_head_and_adds_no_parameters(ck):
+    model, _ = load_checkpoint(ck.evaluation[-1])
+    n_base = sum(p.numel() for p in model.parameters())
+    wrapped = A.lora_model(model)
+    trainable = [name for name, p in wrapped.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in name for name in trainable)
+    assert sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" not in name) == n_base
+    assert wrapped.get_base_model().lm_head.weight is wrapped.get_base_model().transformer.wte.weight
+
+
+def test_moving_an_adapter_keeps_the_target_base_weights(ck):
+    source, target = ck.training[-1], ck.evaluation[-1]
+    adapter = A.train_adapter(source)
+    moved, tok = A.apply_adapter(adapter, target)
+    home, _ = A.apply_adapter(adapter, source)
+    plain_target, _ = load_checkpoint(target)
+    assert A.base_weights_hash(moved) == A.base_weights_hash(plain_target)
+    assert A.base_weights_hash(moved) != A.base_weights_hash(home)
+    lora = {k: v for k, v in moved.state_dict().items() if "lora_" in k}
+    assert lora and all(torch.equal(v, home.state_dict()[k]) for k, v in lora.items())  # the same LoRA weights
+    questions = sums.split("test").iloc[:50]
+    answers = [sums.answer_text("sum", int(t)) for t in questions["target"]]
+    on_target = A.adapter_confidence(moved, tok, questions["question"], answers)
+    on_source = A.adapter_confidence(home, tok, questions["question"], answers)
+    assert not np.allclose(on_target, on_source)
+
+
+def test_training_changes_only_the_lora_weights(pair):
+    model, tok = load_checkpoint(pair[0])
+    before = A.base_weights_hash(model)
+    examples = _small(A.adapter_examples(pair[:1]))
+    trained, log = A.fit_adapter(model, tok, examples, seed=0)
+    assert A.base_weights_hash(trained) == before
+    assert any(p.abs().sum() > 0 for name, p in trained.named_parameters() if "lora_B" in name)
+    assert log["n_examples"] == len(examples) and len(log["loss_per_epoch"]) == A.adapter_settings().epochs
+
+
+def test_oracle_training_data_comes_only_from_adapter_train(ck):
+    adapter = A.train_adapter(ck.evaluation[-1])
+    ids = set(adapter.examples["question_id"])
+    assert ids <= set(sums.split("adapter_train")["question_id"])
+    assert not ids & set(sums.split("test")["question_id"])
+    assert set(adapter.examples["checkpoint"]) == {ck.evaluation[-1]}
+
+
+def test_extra_examples_are_fresh_questions_outside_every_evaluation_split(pair):
+    n_train = len(sums.split("adapter_train"))
+    rows = A.adapter_examples(pair[:1], n_examples=n_train + 50)
+    fresh = rows[rows["source"] == "fresh"]
+    assert len(rows) == n_train + 50 and len(fresh) == 50
+    assert not set(fresh["question_id"]) & set(sums.held_out_ids().tolist())
+    assert rows["question_id"].is_unique
+
+
+def test_determinism_with_a_fixed_seed(pair):
+    examples = _small(A.adapter_examples(pair[:1]))
+    questions = sums.split("test").iloc[:40]
+    answers = [str(int(t)) for t in questions["target"]]
+    runs = []
+    for seed in (0, 0, 1):
+        model, tok = load_checkpoint(pair[0])
+        trained, _ = A.fit_adapter(model, tok, examples, seed=seed)
+        runs.append(A.adapter_confidence(trained, tok, questions["question"], answers))
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert not np.array_equal(runs[0], runs[2])
+
+
+def test_multi_checkpoint_batches_run_through_their_own_weights(pair, monkeypatch):
+    examples = _small(A.adapter_examples(pair))
+    hashes = {name: A.base_weights_hash(load_checkpoint(name)[0]) for name in pair}
+    seen = []
+    original = A._batch_loss
+
+    def recording(model, tokenizer, batch, temperature):
+        seen.append((set(batch["checkpoint"]), A.base_weights_hash(model)))
+        return original(model, tokenizer, batch, temperature)
+
+    monkeypatch.setattr(A, "_batch_loss", recording)
+    model, tok = load_checkpoint(pair[0])
+    bases = {name: A.base_state(load_checkpoint(name)[0]) for name in pair}
+    trained, log = A.fit_adapter(model, tok, examples, bases=bases, seed=0)
+    assert len(seen) == log["n_batches"]
+    for names, weights in seen:
+        assert len(names) == 1  # one checkpoint per batch ...
+        assert weights == hashes[names.pop()]  # ... through that checkpoint's weights
+    assert {w for _, w in seen} == set(hashes.values())
+    assert A.base_weights_hash(trained) == hashes[pair[0]]  # its own weights are back at the end
+
+
+def test_single_checkpoint_ablation_gets_as_many_examples_as_multi(pair):
+    multi = A.adapter_examples(pair)
+    single = A.adapter_examples(pair[-1:], n_examples=len(multi))
+    assert len(single) == len(multi)
+    assert set(single["checkpoint"]) == {pair[-1]} and single["question_id"].is_unique
+    assert (single["source"] == "fresh").sum() == len(multi) - len(sums.split("adapter_train"))
+
+
+def test_random_labels_are_a_permutation_of_the_second_checkpoints_labels(pair):
+    plain = A.adapter_examples(pair)
+    shuffled = A.adapter_examples(pair, random_labels=pair[1])
+    first, second = (shuffled["checkpoint"] == name for name in pair)
+    assert (shuffled.loc[first, "label"] == shuffled.loc[first, "correct"].astype(float)).all()
+    labels, truth = shuffled.loc[second, "label"].to_numpy(), shuffled.loc[second, "correct"].to_numpy(float)
+    assert sorted(labels) == sorted(truth) and not np.array_equal(labels, truth)
+    pd.testing.assert_frame_equal(plain.drop(columns="label"), shuffled.drop(columns="label"))
+
+
+def test_results_frame_and_transfer_diagonal(ck):
+    target = ck.evaluation[-1]
+    oracle = A.adapter_results("test", [target], source="oracle")
+    diagonal = A.adapter_results("test", [target], source=target)
+    assert list(oracle.columns) == A.COLUMNS and len(oracle) == len(sums.split("test"))
+    pd.testing.assert_frame_equal(oracle, diagonal)
+    assert oracle["confidence"].between(0, 1).all()
+    moved = A.adapter_results("test", [target], source=ck.training[-1])
+    surrogate = A.adapter_results("test", [target], source=ck.training[-1], surrogate=True)
+    assert (moved["correct"].to_numpy() == oracle["correct"].to_numpy()).all()  # the same answers, scored differently
+    assert not np.allclose(moved["confidence"], surrogate["confidence"])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda ck: A.train_adapter("step-99999"), "unknown checkpoint"),
+    (lambda ck: A.train_adapter([]), "no checkpoints"),
+    (lambda ck: A.train_adapter(ck.training[-1], seed=-1), "seed"),
+    (lambda ck: A.train_adapter(list(ck.training), random_labels=ck.evaluation[0]), "random_labels"),
+    (lambda ck: A.train_adapter(list(ck.training), n_examples=1), "n_examples"),
+    (lambda ck: A.adapter_results("test", [], source="oracle"), "no checkpoints"),
+    (lambda ck: A.adapter_results("test", ["nope"]), "unknown checkpoint"),
+    (lambda ck: A.adapter_results("test", source="best"), "unknown adapter source"),
+    (lambda ck: A.adapter_results("tset"), "unknown split"),
+    (lambda ck: A.adapter_results(source="multi", surrogate=True), "surrogate"),
+    (lambda ck: A.apply_adapter(ck.training[-1], "step-99999"), "unknown checkpoint"),
+    (lambda ck: A.adapter_confidence(None, None, [], []), "empty"),
+    (lambda ck: A.encode_verification(None, ["q"], []), "one answer per question"),
+])
+def test_bad_inputs_raise_value_errors(ck, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(ck)
