@@ -81,6 +81,9 @@ METHODS: dict[str, Callable[[], pd.DataFrame]] = {
     "oracle adapter": lambda: _adapters("test", "oracle"),
     "non-oracle adapter": lambda: _adapters("test", _ck().training[-1]),
     "multi-checkpoint adapter": lambda: _adapters("test", "multi"),
+    # As many rows as the multi-checkpoint run, all from the last training checkpoint (notebook 06).
+    "single-checkpoint data": lambda: _adapters("test", _ck().training[-1],
+                                                n_examples=len(_ck().training) * settings().n_adapter_train),
     "self-consistency": _sc,
     "token probability": _greedy,
     "SC + isotonic": lambda: _recalibrated("isotonic", "sc"),
