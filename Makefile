@@ -32,6 +32,7 @@ bench: $(STAMP)  ## benchmarks (not part of make test)
 	$(PY) -m pip install --quiet -e '.[bench]' $(TORCH)
 	$(PY) tests/benchmarks/bench_metrics.py
 	$(PY) tests/benchmarks/bench_stats.py
+	$(PY) tests/benchmarks/bench_series.py
 
 clean:  ## remove the cache and the virtual environment
 	rm -rf data/cache $(VENV)

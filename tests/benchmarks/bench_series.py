@@ -1,0 +1,47 @@
+"""Cold and warm cost of the series (`make bench`, not part of `make test`).
+
+Cold: what every cached artifact took to build, read from the manifests in data/cache/full (so run
+`make data` first; a fresh clone's cold run is the sum). Warm: every notebook executed again with
+the cache in place, with its wall time and the peak RSS of its kernel.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from collections import defaultdict
+
+from helpers.__main__ import notebook_paths, run_notebook
+from helpers.config import cache_dir
+
+
+def cold_table() -> None:
+    seconds, counts = defaultdict(float), defaultdict(int)
+    for manifest in cache_dir().rglob("manifest.json"):
+        m = json.loads(manifest.read_text())
+        seconds[m["name"]] += m.get("seconds", 0.0)
+        counts[m["name"]] += 1
+    print(f"{'artifact':<22}{'entries':>8}{'build s':>10}")
+    for name in sorted(seconds, key=seconds.get, reverse=True):
+        print(f"{name:<22}{counts[name]:>8}{seconds[name]:>10.0f}")
+    print(f"{'cold total':<22}{sum(counts.values()):>8}{sum(seconds.values()):>10.0f}")
+
+
+def warm_table() -> None:
+    print(f"\n{'notebook':<40}{'warm s':>8}{'peak RSS MB':>13}")
+    total = 0.0
+    for path in notebook_paths():
+        start = time.perf_counter()
+        run_notebook(path, inplace=False)
+        took = time.perf_counter() - start
+        total += took
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest kernel so far
+        print(f"{path.name:<40}{took:>8.1f}{rss:>13.0f}", flush=True)
+    print(f"{'warm total':<40}{total:>8.1f}")
+
+
+if __name__ == "__main__":
+    cold_table()
+    if "--cold-only" not in sys.argv:
+        warm_table()
