@@ -32,3 +32,20 @@ def tmp_cache(tmp_path, monkeypatch):
     """An empty artifact cache, so a test can build and break entries freely."""
     monkeypatch.setenv("HELPERS_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _threads():
+    """Honour HELPERS_THREADS in every test: oversubscribed threads on a busy two-core machine
+    trained about 30 times slower (measured)."""
+    from helpers.config import set_threads
+
+    set_threads()
+
+
+@pytest.fixture(scope="session")
+def ck(world):
+    """The fast-mode checkpoints (training and evaluation)."""
+    from helpers.training import get_checkpoints
+
+    return get_checkpoints()

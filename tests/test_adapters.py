@@ -11,21 +11,6 @@ from helpers.confidence import adapters as A
 from helpers.model import load_checkpoint
 
 
-@pytest.fixture(scope="module", autouse=True)
-def threads():
-    """HELPERS_THREADS torch threads: two threads on a busy two-core machine train 30 times slower (measured)."""
-    from helpers.config import set_threads
-
-    set_threads()
-
-
-@pytest.fixture(scope="module")
-def ck(world):
-    from helpers.training import get_checkpoints
-
-    return get_checkpoints()
-
-
 @pytest.fixture(scope="module")
 def pair(ck):
     """Two evaluation checkpoints whose answers are sometimes right (fast-mode training ones rarely are)."""

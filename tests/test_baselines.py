@@ -10,21 +10,6 @@ from helpers.confidence import adapters as A
 from helpers.confidence import baselines as B
 
 
-@pytest.fixture(scope="module", autouse=True)
-def threads():
-    """HELPERS_THREADS torch threads (see tests/test_adapters.py)."""
-    from helpers.config import set_threads
-
-    set_threads()
-
-
-@pytest.fixture(scope="module")
-def ck(world):
-    from helpers.training import get_checkpoints
-
-    return get_checkpoints()
-
-
 def test_question_features_count_carries_per_position():
     questions = sums.make_questions("sum", [5, 19, 99, 0], [5, 1, 1, 0])
     feats = B.question_features(questions)
