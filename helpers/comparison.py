@@ -54,6 +54,12 @@ def _adapters(split, source, **kw):
     return adapters.adapter_results(split, _ck().evaluation, source=source, **kw)
 
 
+def _multi_answer() -> pd.DataFrame:
+    from .confidence import adapters
+
+    return adapters.multi_answer_results(_ck().training[-1])
+
+
 def _copy(kind: str) -> pd.DataFrame:
     from .confidence import adapters
 
@@ -80,6 +86,7 @@ def _baseline(kind: str) -> pd.DataFrame:
 METHODS: dict[str, Callable[[], pd.DataFrame]] = {
     "oracle adapter": lambda: _adapters("test", "oracle"),
     "non-oracle adapter": lambda: _adapters("test", _ck().training[-1]),
+    "multi-answer adapter": lambda: _multi_answer(),
     "multi-checkpoint adapter": lambda: _adapters("test", "multi"),
     # As many rows as the multi-checkpoint run, all from the last training checkpoint (notebook 06).
     "single-checkpoint data": lambda: _adapters("test", _ck().training[-1],

@@ -191,3 +191,22 @@ def test_results_frame_and_transfer_diagonal(ck):
 def test_bad_inputs_raise_value_errors(ck, call, message):
     with pytest.raises(ValueError, match=message):
         call(ck)
+
+
+def test_multi_answer_examples_come_from_one_checkpoints_beams(ck):
+    name = ck.training[-1]
+    examples = A.multi_answer_examples(name, answers_per_question=3)
+    assert (examples["checkpoint"] == name).all() and (examples["base"] == name).all()
+    per_question = examples.groupby("question_id").size()
+    assert per_question.max() <= 3 and per_question.max() > 1  # several answers for some questions
+    assert set(examples["question_id"]) <= set(sums.split("adapter_train")["question_id"])
+    assert (examples["label"] == examples["correct"].astype(float)).all()
+    assert not examples.duplicated(["question_id", "text"]).any()
+    with pytest.raises(ValueError, match="answers_per_question"):
+        A.multi_answer_examples(name, answers_per_question=0)
+
+
+def test_multi_answer_results_cover_the_evaluation_checkpoints(ck):
+    res = A.multi_answer_results(ck.training[-1])
+    assert set(res["checkpoint"]) == set(ck.evaluation)
+    assert res["confidence"].between(0, 1).all()

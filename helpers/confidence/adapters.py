@@ -537,3 +537,54 @@ def adapter_results(split: str = "test", eval_checkpoints=None, source="oracle",
             params["surrogate"] = True
         frames.append(load_or_build("adapter_results", **params))
     return pd.concat(frames, ignore_index=True)
+
+
+# ---------------------------------------------------------------------------- multi-answer ablation
+
+
+def multi_answer_examples(checkpoint: str, answers_per_question: int = 3) -> pd.DataFrame:
+    """Several beam answers per `adapter_train` question, all from one checkpoint (notebook 06's ablation).
+
+    Each distinct number among the checkpoint's ended beams (best beam's wording first, up to
+    `answers_per_question`) becomes a row labelled by its correctness: more views of one checkpoint's
+    knowledge, instead of more checkpoints. Uses the questions self-consistency decoded with beams.
+    """
+    from .self_consistency import beam_results
+
+    if answers_per_question < 1:
+        raise ValueError(f"answers_per_question must be >= 1, got {answers_per_question}")
+    beams = beam_results("adapter_train", [_checkpoints([checkpoint])[0]])
+    beams = beams[beams["ended"] & beams["answer"].notna()]
+    rows = beams.drop_duplicates(["question_id", "answer"]).groupby("question_id", sort=False).head(answers_per_question)
+    rows = rows.merge(sums.split("adapter_train")[["question_id", "question"]], on="question_id")
+    rows = rows.assign(checkpoint=checkpoint, base=checkpoint, label=rows["correct"].astype(float), source="beams")
+    return rows[["checkpoint", "base", "question_id", "question", "text", "correct", "label", "source"]].reset_index(drop=True)
+
+
+@register("multi_answer_adapter", version="1", deps=lambda checkpoint, seed: [("beams", {"checkpoint": checkpoint, "split": "adapter_train"})],
+          settings_keys=SPLIT_KEYS, config=lambda: {"adapter": asdict(adapter_settings())})
+def _build_multi_answer(folder: Path, checkpoint: str, seed: int) -> dict:
+    """An adapter trained on several beam answers per question of one checkpoint, scored on every evaluation checkpoint."""
+    from ..decoding import greedy_results
+    from ..model import load_checkpoint
+    from ..training import get_checkpoints
+
+    set_threads()
+    examples = multi_answer_examples(checkpoint)
+    model, tokenizer = load_checkpoint(checkpoint)
+    peft_model, log = fit_adapter(model, tokenizer, examples, seed=seed)
+    save_lora(peft_model, folder / "lora", checkpoint)
+    questions = sums.split("test")[["question_id", "question"]]
+    frames = []
+    for name in get_checkpoints().evaluation:
+        scored, tok = load_checkpoint(name)
+        scored = attach_lora(scored, folder / "lora")
+        answers = greedy_results("test", [name]).merge(questions, on="question_id")
+        answers["confidence"] = adapter_confidence(scored, tok, answers["question"], answers["text"])
+        frames.append(answers[COLUMNS])
+    return {"examples": examples, "log": log, "results": pd.concat(frames, ignore_index=True)}
+
+
+def multi_answer_results(checkpoint: str, seed: int = SEED) -> pd.DataFrame:
+    """The multi-answer adapter's confidence in the evaluation checkpoints' test answers (cached)."""
+    return load_or_build("multi_answer_adapter", checkpoint=_checkpoints([checkpoint])[0], seed=check_seed(seed))["results"]
