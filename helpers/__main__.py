@@ -26,7 +26,16 @@ def stages() -> dict:
     }
     artifacts._ensure_registered()  # imports every confidence module, which append their stages
     out.update(dict(artifacts.EXTRA_BUILDS))
+    out["adapters and baselines"] = _comparison_tables
     return out
+
+
+def _comparison_tables() -> None:
+    """The results tables of notebooks 05 and 06; building them trains every adapter and baseline they use."""
+    from .comparison import TABLES, comparison
+
+    for methods in TABLES.values():
+        comparison(methods, reference="oracle adapter")
 
 
 def build_all(only: str | None = None) -> None:

@@ -106,6 +106,16 @@ METHODS: dict[str, Callable[[], pd.DataFrame]] = {
 }
 
 
+# The tables the notebooks show (and `python -m helpers build` prebuilds).
+TABLES = {
+    "05": ["oracle adapter", "non-oracle adapter", "self-consistency", "token probability", "SC + isotonic",
+           "SC + temperature", "SC + Platt", "non-oracle + isotonic", "checkpoint index", "GCM", "copy (SC)",
+           "copy (non-oracle adapter)", "surrogate (SC)", "surrogate (non-oracle adapter)"],
+    "06": ["oracle adapter", "multi-checkpoint adapter", "single-checkpoint data", "multi-answer adapter",
+           "non-oracle adapter"],
+}
+
+
 def method_results(name: str) -> pd.DataFrame:
     """The standard frame of a named method on the evaluation checkpoints' test answers."""
     if name not in METHODS:
