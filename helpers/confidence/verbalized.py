@@ -205,24 +205,6 @@ def empirical_targets(samples: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-@contextmanager
-def _quiet_padding_warning():
-    """Silence one harmless transformers warning while generating.
-
-    When every prompt of a batch has the same length, `generate` drops the all-ones attention mask;
-    once a reply ends, it is padded, and GPT-2 then warns that input_ids "may be padded" without a mask.
-    Those pads only follow finished replies, which causal attention never lets earlier tokens see.
-    """
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-
-
 def sample_answers(model, tokenizer, questions: pd.DataFrame, k: int, seed: int = 0, temperature: float = 1.0,
                    sampler=None, progress: bool = True) -> pd.DataFrame:
     """k answers per question sampled at `temperature`: one row per (question, sample), as `decoding.sample`.
@@ -232,9 +214,8 @@ def sample_answers(model, tokenizer, questions: pd.DataFrame, k: int, seed: int 
     if not isinstance(k, (int, np.integer)) or k < 10:
         raise ValueError(f"k must be an integer >= 10 (CalibratedMath's targets need enough samples), got {k!r}")
     sampler = sampler or decoding.sample
-    with _quiet_padding_warning():
-        samples = sampler(model, tokenizer, questions, k=k, seed=seed, temperature=temperature, progress=progress,
-                          desc="sampling targets")
+    samples = sampler(model, tokenizer, questions, k=k, seed=seed, temperature=temperature, progress=progress,
+                      desc="sampling targets")
     counts = samples.groupby("question_id").size() if len(samples) else pd.Series(dtype=int)
     if set(counts.index) != set(questions["question_id"]) or (counts != k).any():
         raise ValueError("the sampler must return exactly k rows for every question")
@@ -570,9 +551,8 @@ def generate_continuations(model, tokenizer, prefixes: list[str], max_new_tokens
     tokenizer.padding_side = "left"
     enc = tokenizer(prefixes, return_tensors="pt", padding=True, add_special_tokens=False)
     eos = tokenizer.eos_token_id
-    with _quiet_padding_warning():
-        seqs = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens,
-                              pad_token_id=tokenizer.pad_token_id, eos_token_id=eos)
+    seqs = model.generate(**enc, do_sample=False, max_new_tokens=max_new_tokens,
+                          pad_token_id=tokenizer.pad_token_id, eos_token_id=eos)
     new = seqs[:, enc["input_ids"].shape[1]:].tolist()
     return [tokenizer.decode(r[: r.index(eos)] if eos in r else r, skip_special_tokens=True) for r in new]
 
@@ -700,8 +680,7 @@ def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
     frames = []
     for template in range(len(sums.QUESTION_TEMPLATES["sum"])):
         qs = sums.make_questions("sum", base["a"], base["b"], template=template)
-        with _quiet_padding_warning():
-            answers = decoding.greedy(model, tokenizer, qs, progress=False)
+        answers = decoding.greedy(model, tokenizer, qs, progress=False)
         frames.append(qs.merge(answers, on="question_id"))
     adapted = attach_adapter(model, adapter_path(checkpoint)).merge_and_unload()
     out = []
