@@ -95,6 +95,10 @@ class Settings:
     lr: float = 3e-3
     warmup_steps: int = 100
     weight_decay: float = 0.1
+    # The last part of training anneals the learning rate (cosine down to min_lr_ratio) so the final
+    # checkpoint's accuracy does not depend on where a constant-rate run happens to stop.
+    lr_decay_start: float = 2 / 3
+    min_lr_ratio: float = 0.1
 
 
 FULL = Settings(
@@ -113,7 +117,8 @@ FAST = Settings(
 # The sizes each kind of artifact depends on (see artifacts.register).
 SPLIT_KEYS = ("n_test", "n_adapter_train", "n_transfer_test", "max_operand")
 WORLD_KEYS = SPLIT_KEYS + ("train_steps", "batch_size", "save_every", "n_checkpoints", "n_training_checkpoints",
-                           "n_monitor", "n_layer", "n_embd", "n_head", "lr", "warmup_steps", "weight_decay")
+                           "n_monitor", "n_layer", "n_embd", "n_head", "lr", "warmup_steps", "weight_decay",
+                           "lr_decay_start", "min_lr_ratio")
 POST_TRAINING_KEYS = ("sft_questions", "sft_epochs", "sft_lr", "grpo_steps", "grpo_prompts", "grpo_group", "grpo_lr")
 
 

@@ -64,8 +64,13 @@ def training_step_loss(model, tokenizer, pairs: list[tuple[str, str]], n_buckets
     return torch.tensor(total)
 
 
-def _lr_lambda(s: Settings):
-    return lambda step: min(1.0, (step + 1) / s.warmup_steps)  # warm-up, then constant
+def lr_factor(step: int, s: Settings) -> float:
+    """Learning-rate multiplier: linear warm-up, constant, then a cosine anneal from `lr_decay_start`."""
+    warm = min(1.0, (step + 1) / s.warmup_steps)
+    t = (step / s.train_steps - s.lr_decay_start) / max(1.0 - s.lr_decay_start, 1e-9)
+    if t <= 0:
+        return warm
+    return warm * (s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(t, 1.0))))
 
 
 def _monitor(model, tokenizer, monitor: pd.DataFrame) -> dict[str, float]:
@@ -86,7 +91,7 @@ def train_run(folder: Path, s: Settings | None = None, seed: int = SEED) -> pd.D
     model = build_model(tokenizer, s)
     model.train()
     optim = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=s.weight_decay, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(optim, _lr_lambda(s))
+    sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda step: lr_factor(step, s))
     rng = np.random.default_rng([seed, 7])
     held_out = sums.held_out_ids()
     monitor = sums.split("test").iloc[: s.n_monitor]

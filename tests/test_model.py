@@ -127,3 +127,18 @@ def test_real_checkpoint_path_with_revisions(tmp_path):
         M.load_checkpoint(str(tmp_path / "run"), revision="step-3")
     with pytest.raises(ValueError, match="non-empty"):
         M.load_checkpoint("")
+
+
+def test_learning_rate_warms_up_holds_then_anneals():
+    import dataclasses
+
+    from helpers.config import FULL
+    from helpers.training import lr_factor
+
+    s = dataclasses.replace(FULL, train_steps=300, warmup_steps=10, lr_decay_start=2 / 3, min_lr_ratio=0.1)
+    assert lr_factor(0, s) == pytest.approx(0.1)  # (0 + 1) / 10
+    assert lr_factor(9, s) == 1.0 and lr_factor(199, s) == 1.0  # constant until step 200
+    assert lr_factor(250, s) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway through the cosine
+    assert lr_factor(300, s) == pytest.approx(0.1)
+    factors = [lr_factor(k, s) for k in range(200, 301)]
+    assert all(a >= b for a, b in zip(factors, factors[1:]))
