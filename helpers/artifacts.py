@@ -165,6 +165,9 @@ def _replace_dir(tmp: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+_NESTED_SECONDS: list[float] = []  # one slot per build in progress: seconds spent in builds it triggered
+
+
 def build(name: str, **params) -> None:
     """Build an artifact into a temporary folder, then rename it into place (atomic)."""
     art = _artifact(name)
@@ -175,8 +178,9 @@ def build(name: str, **params) -> None:
     tmp = final.with_name(f".tmp-{final.name}-{uuid.uuid4().hex[:8]}")
     tmp.mkdir()
     _VERIFIED.pop(final, None)
+    _NESTED_SECONDS.append(0.0)
+    start = time.perf_counter()
     try:
-        start = time.perf_counter()
         result = art.build(tmp, **params)
         if result is not None:
             with open(tmp / RESULT, "wb") as f:
@@ -187,6 +191,8 @@ def build(name: str, **params) -> None:
             "config_hash": config_hash(name, **params),
             "versions": package_versions(),
             "seconds": round(time.perf_counter() - start, 2),
+            # without the dependencies it built on the way, so a sum over manifests counts each once
+            "own_seconds": round(time.perf_counter() - start - _NESTED_SECONDS[-1], 2),
             "files": _files(tmp),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
@@ -194,6 +200,11 @@ def build(name: str, **params) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        took = time.perf_counter() - start
+        _NESTED_SECONDS.pop()
+        if _NESTED_SECONDS:
+            _NESTED_SECONDS[-1] += took
 
 
 def load(name: str, **params) -> Any:

@@ -80,3 +80,30 @@ def test_failed_build_leaves_no_entry(tmp_cache):
 def test_unknown_artifact_raises():
     with pytest.raises(ValueError, match="known artifacts"):
         artifacts.load_or_build("no-such-thing")
+
+
+def test_nested_builds_are_counted_once_in_own_seconds(tmp_cache):
+    import time
+
+    @artifacts.register("_test_inner")
+    def _inner(folder):
+        time.sleep(0.3)
+        return 1
+
+    @artifacts.register("_test_outer")
+    def _outer(folder):
+        time.sleep(0.1)
+        return artifacts.load_or_build("_test_inner") + 1
+
+    try:
+        assert artifacts.load_or_build("_test_outer") == 2
+        read = lambda n: json.loads((artifacts.artifact_dir(n) / artifacts.MANIFEST).read_text())
+        inner, outer = read("_test_inner"), read("_test_outer")
+        assert inner["own_seconds"] == pytest.approx(inner["seconds"], abs=0.02) and inner["seconds"] >= 0.3
+        assert outer["seconds"] >= 0.4  # includes the inner build
+        assert outer["own_seconds"] == pytest.approx(outer["seconds"] - inner["seconds"], abs=0.05)
+        assert 0.1 <= outer["own_seconds"] < 0.3
+        assert artifacts._NESTED_SECONDS == []
+    finally:
+        artifacts.REGISTRY.pop("_test_inner", None)
+        artifacts.REGISTRY.pop("_test_outer", None)

@@ -20,7 +20,7 @@ def cold_table() -> None:
     seconds, counts = defaultdict(float), defaultdict(int)
     for manifest in cache_dir().rglob("manifest.json"):
         m = json.loads(manifest.read_text())
-        seconds[m["name"]] += m.get("seconds", 0.0)
+        seconds[m["name"]] += m.get("own_seconds", m.get("seconds", 0.0))  # own: nested builds counted once
         counts[m["name"]] += 1
     print(f"{'artifact':<22}{'entries':>8}{'build s':>10}")
     for name in sorted(seconds, key=seconds.get, reverse=True):
