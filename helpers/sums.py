@@ -28,8 +28,12 @@ ANSWER_WEIGHTS = [0.6, 0.25, 0.15]
 FAMILIES = ("sum", "sub")
 TRANSFER_FAMILY = "sub"  # learned by the checkpoints, never seen by confidence adapters
 TRANSFER_SHARE = 0.15  # share of subtraction questions in the LM's training stream
-# Three-phase mixture (DESIGN §1): mostly small operands, then mostly large, then small again.
-PHASES = ((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"))
+# DESIGN §1's three-phase mixture (mostly small operands, then mostly large, then small again), plus
+# a final phase on the uniform mix while the learning rate anneals, as open models end pre-training
+# with an annealing phase: without it, large sums were under-trained at the end and the last
+# checkpoint's accuracy swung with float-level differences between runs.
+PHASES = ((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"), (0.8, "uniform"))
+PHASE_RANGES = {"small": (0.0, 0.5), "large": (0.5, 1.0), "uniform": (0.0, 1.0)}  # share of the operand range
 PHASE_MAJORITY = 0.95
 SPLIT_SEEDS = {"hundred": 100, "test": 101, "adapter_train": 102, "transfer_test": 103}
 _INT = re.compile(r"-?\d+")
@@ -200,17 +204,19 @@ def hundred_sums_csv() -> pd.DataFrame:
 
 
 def phase_at(step: int, total_steps: int) -> str:
-    """Which operand range dominates training at `step` ("small" or "large")."""
+    """Which operand range dominates training at `step` ("small", "large" or "uniform")."""
     frac = step / max(total_steps, 1)
     return [name for start, name in PHASES if frac >= start][-1]
 
 
 def _operands(rng: np.random.Generator, n: int, phase: str) -> tuple[np.ndarray, np.ndarray]:
     """Operands for one batch: 95% of pairs in the phase's range, the rest uniform."""
+    if phase not in PHASE_RANGES:
+        raise ValueError(f"unknown phase {phase!r}; choose one of {list(PHASE_RANGES)}")
     top = max_operand() + 1
     a, b = rng.integers(0, top, size=(2, n))
     in_phase = rng.random(n) < PHASE_MAJORITY
-    low, high = (0, top // 2) if phase == "small" else (top // 2, top)
+    low, high = (int(top * f) for f in PHASE_RANGES[phase])
     a = np.where(in_phase, rng.integers(low, high, n), a)
     b = np.where(in_phase, rng.integers(low, high, n), b)
     return a, b

@@ -93,7 +93,16 @@ def test_training_stream_avoids_held_out_questions():
 def test_phases():
     assert sums.phase_at(0, 300) == "small"
     assert sums.phase_at(150, 300) == "large"
-    assert sums.phase_at(299, 300) == "small"
+    assert sums.phase_at(230, 300) == "small"
+    assert sums.phase_at(299, 300) == "uniform"
+    rng = np.random.default_rng(0)
+    top = sums.max_operand() + 1
+    for phase, (lo, hi) in sums.PHASE_RANGES.items():
+        a, b = sums._operands(rng, 4000, phase)
+        in_range = ((a >= lo * top) & (a < hi * top) & (b >= lo * top) & (b < hi * top)).mean()
+        assert in_range > 0.94 and a.min() >= 0 and a.max() < top
+    with pytest.raises(ValueError, match="unknown phase"):
+        sums._operands(rng, 4, "medium")
 
 
 def test_hundred_sums_csv_matches_the_generator(monkeypatch):
