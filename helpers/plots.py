@@ -105,13 +105,14 @@ def learning_curves(log, phases=None):
         ax_acc.plot(log["step"], log[column], marker=".", label=label)
     ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1), title="Accuracy on the monitor set")
     ax_acc.legend(fontsize="small")
-    # Shade the saves made while "large" operands dominated the data.
-    large = log.loc[log["phase"] == "large", "step"]
-    if len(large):
-        step = log["step"].diff().median() if len(log) > 1 else 1
-        for ax in (ax_loss, ax_acc):
-            ax.axvspan(large.min() - step, large.max(), color="grey", alpha=0.15, lw=0)
-        ax_acc.text(large.mean(), 0.03, "large-operand phase", ha="center", fontsize="small", color="dimgrey")
+    # Shade the saves made while "large" operands dominated the data, and the final uniform phase.
+    step = log["step"].diff().median() if len(log) > 1 else 1
+    for phase, label, alpha in [("large", "large operands", 0.15), ("uniform", "uniform", 0.07)]:
+        saves = log.loc[log["phase"] == phase, "step"]
+        if len(saves):
+            for ax in (ax_loss, ax_acc):
+                ax.axvspan(saves.min() - step, saves.max(), color="grey", alpha=alpha, lw=0)
+            ax_acc.text((saves.min() - step + saves.max()) / 2, 0.03, label, ha="center", fontsize="small", color="dimgrey")
     return fig
 
 

@@ -88,3 +88,20 @@ def test_confidence_histogram():
         confidence_histogram(ax, conf, correct, bins=10)
         fig.canvas.draw()
     assert sum(p.get_height() for p in ax.patches) == len(conf)
+
+
+def test_learning_curves_shade_the_large_and_uniform_phases():
+    import pandas as pd
+    from matplotlib.patches import Rectangle
+
+    from helpers.plots import learning_curves
+
+    log = pd.DataFrame({"step": [100, 200, 300, 400, 500], "phase": ["small", "large", "large", "small", "uniform"],
+                        "loss": [1.0, 0.8, 0.6, 0.5, 0.4], "accuracy": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    log["accuracy_small"] = log["accuracy_rest"] = log["accuracy"]
+    fig = learning_curves(log)
+    loss_ax, acc_ax = fig.axes
+    spans = [p for p in acc_ax.patches if isinstance(p, Rectangle)]
+    assert len(spans) == 2 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 2
+    assert sorted(t.get_text() for t in acc_ax.texts) == ["large operands", "uniform"]
+    assert len(acc_ax.get_lines()) == 3
