@@ -17,7 +17,7 @@ def stages() -> dict:
     from .decoding import greedy_results
 
     out = {
-        "world": lambda: artifacts.load_or_build("world"),
+        "world": lambda: (artifacts.load_or_build("world"), artifacts.load_or_build("selection")),
         "greedy": lambda: [greedy_results(split) for split in ("hundred", "test", "adapter_train", "transfer_test")],
         "post_training": lambda: [artifacts.load_or_build("greedy", checkpoint=m, split=s)
                                   for m in rl.POST_TRAINED for s in ("hundred", "test")],

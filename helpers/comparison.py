@@ -131,7 +131,7 @@ def _scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
     return out
 
 
-@register("comparison", version="1", deps=lambda methods, reference: [("world", {})], settings_keys=SPLIT_KEYS,
+@register("comparison", version="1", deps=lambda methods, reference: [("selection", {})], settings_keys=SPLIT_KEYS,
           config=lambda: {"n_resamples": N_RESAMPLES})
 def _build_comparison(folder, methods: str, reference: str) -> dict:
     """Metrics of several methods and, for each cell, whether it is distinguishable from the reference."""

@@ -142,7 +142,7 @@ def base_checkpoint(log: pd.DataFrame, selected: list[str]) -> str:
     return min(selected, key=lambda name: abs(acc[int(name.split("-")[1])] - BASE_ACCURACY))
 
 
-@register("post_training", version="1", deps=lambda: [("world", {})], settings_keys=POST_TRAINING_KEYS)
+@register("post_training", version="1", deps=lambda: [("selection", {})], settings_keys=POST_TRAINING_KEYS)
 def _build_post_training(folder) -> dict:
     """Supervised fine-tuning of one checkpoint, then GRPO; both models are saved."""
     from .model import load_checkpoint

@@ -22,6 +22,9 @@ from .decoding import greedy
 from .model import build_model, build_tokenizer, chat_prompt
 
 
+FIRST_BELOW = 0.35  # the first selected checkpoint is the last save before monitor accuracy reaches this
+
+
 def step_name(step: int) -> str:
     return f"step-{step:05d}"
 
@@ -115,22 +118,49 @@ def train_run(folder: Path, s: Settings | None = None, seed: int = SEED) -> pd.D
     return pd.DataFrame(log)
 
 
-def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = 0.35) -> list[int]:
-    """Pick `n` saved steps by accuracy, not by step number.
+def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = FIRST_BELOW, changes=None) -> list[int]:
+    """Pick `n` saved steps by what the model knows, not by step number.
 
     The first pick is the last save before accuracy first reaches `first_below` (so the series starts
-    from a checkpoint that knows little, wherever the seed put the learning curve); the rest are spread
-    evenly over the remaining saves, always ending with the final one.
+    from a checkpoint that knows little, wherever the seed put the learning curve), the last is the
+    final save. In between, picks are spread evenly along the cumulative `changes` (one count per save:
+    how many monitor answers flipped since the previous save), so stretches where knowledge moves get
+    more checkpoints and a plateau does not fill up with near-copies. Without `changes`, they are
+    spread evenly over the saves.
     """
     if n < 2:
         raise ValueError(f"need at least 2 checkpoints, got n={n}")
     steps = log["step"].to_numpy()
     reached = np.flatnonzero(log["accuracy"].to_numpy() >= first_below)
     start = max(int(reached[0]) - 1, 0) if reached.size else 0
-    if len(steps) - start < n:
-        raise ValueError(f"only {len(steps) - start} saves after the start; lower n or save more often")
-    picks = np.unique(np.round(np.linspace(start, len(steps) - 1, n)).astype(int))
+    last = len(steps) - 1
+    if last - start + 1 < n:
+        raise ValueError(f"only {last - start + 1} saves after the start; lower n or save more often")
+    if changes is None:
+        position = np.arange(len(steps), dtype=float)
+    else:
+        changes = np.asarray(changes, dtype=float)
+        if changes.shape != steps.shape or np.isnan(changes).any() or (changes < 0).any():
+            raise ValueError(f"changes must hold one non-negative count per save ({len(steps)}), got {changes!r}")
+        position = np.cumsum(changes)
+    targets = np.linspace(position[start], position[last], n)
+    picks = [start]
+    for j, target in enumerate(targets[1:], start=1):
+        nearest = start + int(np.argmin(np.abs(position[start:] - target)))
+        # strictly after the previous pick, and leaving room for the picks still to come
+        picks.append(min(max(nearest, picks[-1] + 1), last - (n - 1 - j)))
     return [int(steps[i]) for i in picks]
+
+
+def monitor_flips(correct: np.ndarray) -> np.ndarray:
+    """Per save, how many monitor questions changed correctness since the previous save (0 for the first).
+
+    `correct` is (n_saves, n_questions) booleans.
+    """
+    correct = np.asarray(correct, dtype=bool)
+    if correct.ndim != 2 or correct.shape[0] == 0:
+        raise ValueError(f"correct must be a (saves, questions) boolean array, got shape {correct.shape}")
+    return np.concatenate([[0], (correct[1:] != correct[:-1]).sum(axis=1)])
 
 
 @dataclass(frozen=True)
@@ -160,16 +190,33 @@ class Checkpoints:
 
 @register("world", version="1", settings_keys=WORLD_KEYS)
 def _build_world(folder: Path) -> dict:
-    """Train the model, save every checkpoint and select the ones the series uses."""
-    s = settings()
-    log = train_run(folder, s)
-    steps = select_checkpoints(log, s.n_checkpoints)
-    return {"log": log, "selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints}
+    """Train the model and save every checkpoint (the `selection` artifact picks the ones used)."""
+    return {"log": train_run(folder, settings())}
+
+
+@register("selection", version="1", deps=lambda: [("world", {})], settings_keys=WORLD_KEYS,
+          config=lambda: {"first_below": FIRST_BELOW})
+def _build_selection(folder: Path) -> dict:
+    """Score every save on the monitor questions, then pick the checkpoints the series uses."""
+    from .model import load_pretrained
+
+    s, log = settings(), load_or_build("world")["log"]
+    monitor = sums.split("test").iloc[: s.n_monitor]
+    saves = artifact_dir("world") / "checkpoints"
+    correct = []
+    for step in tqdm(log["step"], desc="scoring saves", mininterval=2):
+        model, tokenizer = load_pretrained(saves / step_name(int(step)))
+        correct.append(greedy(model, tokenizer, monitor, progress=False)["correct"].to_numpy())
+    changes = monitor_flips(np.array(correct))
+    steps = select_checkpoints(log, s.n_checkpoints, changes=changes)
+    return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
+            "changes": pd.Series(changes, index=log["step"], name="monitor answers flipped since the previous save")}
 
 
 def world() -> dict:
-    """The cached training run: its log and the selected checkpoint names (trains if needed)."""
-    return load_or_build("world")
+    """The cached training run: its log, the selected checkpoint names and the per-save flips (builds if needed)."""
+    run, selection = load_or_build("world"), load_or_build("selection")
+    return {"log": run["log"], **selection}
 
 
 def get_checkpoints() -> Checkpoints:
@@ -181,7 +228,7 @@ def get_checkpoints() -> Checkpoints:
 
 def saved_steps() -> list[str]:
     """Every checkpoint the run saved, selected or not."""
-    world()
+    load_or_build("world")
     return sorted(p.name for p in (artifact_dir("world") / "checkpoints").iterdir())
 
 

@@ -142,3 +142,30 @@ def test_learning_rate_warms_up_holds_then_anneals():
     assert lr_factor(300, s) == pytest.approx(0.1)
     factors = [lr_factor(k, s) for k in range(200, 301)]
     assert all(a >= b for a, b in zip(factors, factors[1:]))
+
+
+def test_selection_spreads_picks_along_knowledge_change():
+    import pandas as pd
+
+    from helpers.training import monitor_flips, select_checkpoints
+
+    log = pd.DataFrame({"step": [100 * k for k in range(1, 11)],
+                        "accuracy": [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.9, 0.9, 0.9, 0.9]})
+    # the last save below 0.35 is step 300 (index 2). By index: targets 2, 4.33, 6.67, 9 -> 2, 4, 7, 9
+    assert select_checkpoints(log, 4) == [300, 500, 800, 1000]
+    # by change: cumulative 100..258 from the start; targets 100, 152.7, 205.3, 258 -> indices 2, 3, 4, 9,
+    # so the plateau (steps 700-1000) that barely moves gets no pick but the last
+    changes = [0, 50, 50, 50, 50, 50, 2, 2, 2, 2]
+    assert select_checkpoints(log, 4, changes=changes) == [300, 400, 500, 1000]
+    # one big jump before the last save: targets 0, 33, 67, 100 -> nearest 2, 2, 9, 9, pushed apart to
+    # 2, 3, 8, 9 (each after the previous one, leaving room for the rest)
+    jump = [0, 0, 0, 0, 0, 0, 0, 0, 0, 100]
+    assert select_checkpoints(log, 4, changes=jump) == [300, 400, 900, 1000]
+    with pytest.raises(ValueError, match="one non-negative count per save"):
+        select_checkpoints(log, 4, changes=[1, 2])
+    with pytest.raises(ValueError, match="saves after the start"):
+        select_checkpoints(log, 10)
+    correct = np.array([[0, 0, 1], [1, 0, 1], [1, 1, 0]], dtype=bool)
+    assert monitor_flips(correct).tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="boolean array"):
+        monitor_flips(np.zeros(3))
