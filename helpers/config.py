@@ -98,7 +98,7 @@ class Settings:
     # The last part of training anneals the learning rate (cosine down to min_lr_ratio) so the final
     # checkpoint's accuracy does not depend on where a constant-rate run happens to stop.
     lr_decay_start: float = 2 / 3
-    min_lr_ratio: float = 0.1
+    min_lr_ratio: float = 0.5
 
 
 FULL = Settings(

@@ -23,6 +23,10 @@ from .model import build_model, build_tokenizer, chat_prompt
 
 
 FIRST_BELOW = 0.35  # the first selected checkpoint is the last save before monitor accuracy reaches this
+# Regressions required between neighbouring evaluation checkpoints, per 1,000 monitor questions. The
+# monitor is a fifth of the test set, where notebook 00 asks for 100 (20 per 1,000): 30 leaves room
+# for the sampling noise of the subset.
+MONITOR_MIN_REGRESSIONS = 30
 
 
 def step_name(step: int) -> str:
@@ -118,6 +122,12 @@ def train_run(folder: Path, s: Settings | None = None, seed: int = SEED) -> pd.D
     return pd.DataFrame(log)
 
 
+def first_save(log: pd.DataFrame, first_below: float = FIRST_BELOW) -> int:
+    """Index of the last save before monitor accuracy first reaches `first_below` (0 if it starts there)."""
+    reached = np.flatnonzero(log["accuracy"].to_numpy() >= first_below)
+    return max(int(reached[0]) - 1, 0) if reached.size else 0
+
+
 def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = FIRST_BELOW, changes=None) -> list[int]:
     """Pick `n` saved steps by what the model knows, not by step number.
 
@@ -131,8 +141,7 @@ def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = FIRST_BEL
     if n < 2:
         raise ValueError(f"need at least 2 checkpoints, got n={n}")
     steps = log["step"].to_numpy()
-    reached = np.flatnonzero(log["accuracy"].to_numpy() >= first_below)
-    start = max(int(reached[0]) - 1, 0) if reached.size else 0
+    start = first_save(log, first_below)
     last = len(steps) - 1
     if last - start + 1 < n:
         raise ValueError(f"only {last - start + 1} saves after the start; lower n or save more often")
@@ -150,6 +159,30 @@ def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = FIRST_BEL
         # strictly after the previous pick, and leaving room for the picks still to come
         picks.append(min(max(nearest, picks[-1] + 1), last - (n - 1 - j)))
     return [int(steps[i]) for i in picks]
+
+
+def evaluation_picks(correct: np.ndarray, n: int, min_regressions: int, earliest: int = 0) -> list[int]:
+    """Indices of `n` saves ending with the last one, each the latest save before the next pick that
+    has at least `min_regressions` questions right where the next pick is wrong.
+
+    `correct` is (n_saves, n_questions) booleans on the monitor set. Contrast sets need regressions
+    between neighbouring evaluation checkpoints; near the end of an annealed run the model barely
+    forgets, so neighbouring saves there would be near-copies. Where no earlier save has enough
+    regressions, the previous save is taken (and notebook 00's check reports the shortfall).
+    """
+    correct = np.asarray(correct, dtype=bool)
+    if correct.ndim != 2 or correct.shape[0] == 0:
+        raise ValueError(f"correct must be a (saves, questions) boolean array, got shape {correct.shape}")
+    if n < 1 or correct.shape[0] - earliest < n:
+        raise ValueError(f"cannot pick {n} evaluation saves from saves {earliest}..{correct.shape[0] - 1}")
+    picks = [correct.shape[0] - 1]
+    while len(picks) < n:
+        after = picks[0]
+        lowest = earliest + (n - 1 - len(picks))  # leave room for the picks still to come
+        lost = (correct[lowest:after] & ~correct[after]).sum(axis=1)  # regressions into `after`
+        enough = np.flatnonzero(lost >= min_regressions)
+        picks.insert(0, lowest + int(enough[-1]) if enough.size else after - 1)
+    return picks
 
 
 def monitor_flips(correct: np.ndarray) -> np.ndarray:
@@ -188,14 +221,21 @@ class Checkpoints:
         return self.all.index(self.validate([name])[0])
 
 
-@register("world", version="1", settings_keys=WORLD_KEYS)
+def _stream_config() -> dict:
+    """The training stream's constants: changing any of them must retrain the world."""
+    return {"phases": sums.PHASES, "phase_ranges": sums.PHASE_RANGES, "phase_majority": sums.PHASE_MAJORITY,
+            "transfer_share": sums.TRANSFER_SHARE, "question_weights": sums.QUESTION_WEIGHTS,
+            "answer_weights": sums.ANSWER_WEIGHTS}
+
+
+@register("world", version="1", settings_keys=WORLD_KEYS, config=_stream_config)
 def _build_world(folder: Path) -> dict:
     """Train the model and save every checkpoint (the `selection` artifact picks the ones used)."""
     return {"log": train_run(folder, settings())}
 
 
 @register("selection", version="1", deps=lambda: [("world", {})], settings_keys=WORLD_KEYS,
-          config=lambda: {"first_below": FIRST_BELOW})
+          config=lambda: {"first_below": FIRST_BELOW, "monitor_min_regressions": MONITOR_MIN_REGRESSIONS})
 def _build_selection(folder: Path) -> dict:
     """Score every save on the monitor questions, then pick the checkpoints the series uses."""
     from .model import load_pretrained
@@ -207,8 +247,17 @@ def _build_selection(folder: Path) -> dict:
     for step in tqdm(log["step"], desc="scoring saves", mininterval=2):
         model, tokenizer = load_pretrained(saves / step_name(int(step)))
         correct.append(greedy(model, tokenizer, monitor, progress=False)["correct"].to_numpy())
-    changes = monitor_flips(np.array(correct))
-    steps = select_checkpoints(log, s.n_checkpoints, changes=changes)
+    correct = np.array(correct)
+    changes = monitor_flips(correct)
+    # Evaluation checkpoints: from the end backwards, each with enough regressions into the next.
+    # Training checkpoints: spread along the knowledge change between the start and the first of those.
+    start = first_save(log)
+    n_eval = s.n_checkpoints - s.n_training_checkpoints
+    min_lost = math.ceil(MONITOR_MIN_REGRESSIONS * s.n_monitor / 1000)
+    evaluation = evaluation_picks(correct, n_eval, min_lost, earliest=start + s.n_training_checkpoints)
+    early = log.iloc[start : evaluation[0]]
+    training = select_checkpoints(early, s.n_training_checkpoints, first_below=0.0, changes=changes[start : evaluation[0]])
+    steps = training + [int(log["step"].iloc[i]) for i in evaluation]
     return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
             "changes": pd.Series(changes, index=log["step"], name="monitor answers flipped since the previous save")}
 

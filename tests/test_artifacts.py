@@ -107,3 +107,13 @@ def test_nested_builds_are_counted_once_in_own_seconds(tmp_cache):
     finally:
         artifacts.REGISTRY.pop("_test_inner", None)
         artifacts.REGISTRY.pop("_test_outer", None)
+
+
+def test_world_hash_follows_the_data_mixture(monkeypatch):
+    from helpers import sums, training  # noqa: F401  (registers the world)
+
+    before = artifacts.config_hash("world")
+    selection = artifacts.config_hash("selection")
+    monkeypatch.setattr(sums, "PHASES", ((0.0, "uniform"),))
+    assert artifacts.config_hash("world") != before
+    assert artifacts.config_hash("selection") != selection  # downstream entries follow

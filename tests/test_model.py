@@ -169,3 +169,33 @@ def test_selection_spreads_picks_along_knowledge_change():
     assert monitor_flips(correct).tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match="boolean array"):
         monitor_flips(np.zeros(3))
+
+
+def test_evaluation_picks_guarantee_regressions_between_neighbours():
+    from helpers.training import evaluation_picks
+
+    rng = np.random.default_rng(0)
+    correct = rng.random((12, 400)) < np.linspace(0.3, 0.95, 12)[:, None]
+    lost = lambda a, b: int((correct[a] & ~correct[b]).sum())
+    picks = evaluation_picks(correct, 4, min_regressions=12)
+    assert picks[-1] == 11 and picks == sorted(set(picks)) and len(picks) == 4
+    for a, b in zip(picks, picks[1:]):
+        assert lost(a, b) >= 12
+        # and a is the latest such save: every save between a and b has fewer regressions into b
+        assert all(lost(k, b) < 12 for k in range(a + 1, b))
+    # by hand: saves 1-3 are copies, save 4 forgets q0-q1, save 3 lost q2-q3 that save 0 knew
+    hand = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1]], dtype=bool)
+    assert evaluation_picks(hand, 3, min_regressions=2) == [0, 3, 4]  # skips the copies 1 and 2
+    assert evaluation_picks(hand, 3, min_regressions=3) == [2, 3, 4]  # none qualifies: previous saves
+    # a plateau of identical saves: no regressions at all, so the previous save is taken
+    flat = np.ones((6, 10), dtype=bool)
+    assert evaluation_picks(flat, 3, min_regressions=1) == [3, 4, 5]
+    # the latest pick before save 5 must leave room for one more, so it falls back to save 4; save 0 qualifies before it
+    early = np.ones((6, 10), dtype=bool)
+    early[1:, 0] = False  # only save 0 is right where the later ones are wrong
+    assert evaluation_picks(early, 3, min_regressions=1) == [0, 4, 5]
+    assert evaluation_picks(early, 2, min_regressions=1, earliest=0) == [0, 5]
+    with pytest.raises(ValueError, match="cannot pick"):
+        evaluation_picks(flat, 7, min_regressions=1)
+    with pytest.raises(ValueError, match="boolean array"):
+        evaluation_picks(np.zeros(4), 2, min_regressions=1)
