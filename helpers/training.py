@@ -1,8 +1,8 @@
 """One training run of the tiny model, its saved checkpoints, and which of them the series uses.
 
-The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A three-phase
-data mixture (small operands, then large, then small again) makes knowledge both appear and
-disappear between checkpoints, like continued pre-training on shifting data.
+The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A shifting
+data mixture (small operands, then large, then small again, then the uniform mix while the learning rate
+anneals) makes knowledge both appear and disappear between checkpoints, like continued pre-training.
 """
 from __future__ import annotations
 
