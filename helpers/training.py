@@ -161,6 +161,13 @@ def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = FIRST_BEL
     return [int(steps[i]) for i in picks]
 
 
+def _saves_by_questions(correct) -> np.ndarray:
+    correct = np.asarray(correct, dtype=bool)
+    if correct.ndim != 2 or correct.shape[0] == 0:
+        raise ValueError(f"correct must be a (saves, questions) boolean array, got shape {correct.shape}")
+    return correct
+
+
 def evaluation_picks(correct: np.ndarray, n: int, min_regressions: int, earliest: int = 0) -> list[int]:
     """Indices of `n` saves ending with the last one, each the latest save before the next pick that
     has at least `min_regressions` questions right where the next pick is wrong.
@@ -170,9 +177,7 @@ def evaluation_picks(correct: np.ndarray, n: int, min_regressions: int, earliest
     forgets, so neighbouring saves there would be near-copies. Where no earlier save has enough
     regressions, the previous save is taken (and notebook 00's check reports the shortfall).
     """
-    correct = np.asarray(correct, dtype=bool)
-    if correct.ndim != 2 or correct.shape[0] == 0:
-        raise ValueError(f"correct must be a (saves, questions) boolean array, got shape {correct.shape}")
+    correct = _saves_by_questions(correct)
     if n < 1 or correct.shape[0] - earliest < n:
         raise ValueError(f"cannot pick {n} evaluation saves from saves {earliest}..{correct.shape[0] - 1}")
     picks = [correct.shape[0] - 1]
@@ -190,9 +195,7 @@ def monitor_flips(correct: np.ndarray) -> np.ndarray:
 
     `correct` is (n_saves, n_questions) booleans.
     """
-    correct = np.asarray(correct, dtype=bool)
-    if correct.ndim != 2 or correct.shape[0] == 0:
-        raise ValueError(f"correct must be a (saves, questions) boolean array, got shape {correct.shape}")
+    correct = _saves_by_questions(correct)
     return np.concatenate([[0], (correct[1:] != correct[:-1]).sum(axis=1)])
 
 
