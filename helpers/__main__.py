@@ -1,4 +1,7 @@
-"""Command line: `python -m helpers build [--fast]` and `python -m helpers notebooks [--fast]`."""
+"""Command line: `python -m helpers build [--fast]` and `python -m helpers notebooks [--fast]`.
+
+The top layer: imports whatever the build stages need.
+"""
 from __future__ import annotations
 
 import argparse
@@ -7,42 +10,40 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
+from nbclient import NotebookClient
+
+from . import artifacts, config, rl
+from .comparison import TABLES, comparison
+from .confidence import self_consistency as sc
+from .confidence import verbalized
+from .decoding import greedy_results
+
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def stages() -> dict:
     """The build stages, in order: name -> a function that builds (or loads) everything of that stage."""
-    from . import artifacts, rl
-    from .confidence import self_consistency as sc
-    from .decoding import greedy_results
+    def tables():
+        # The results tables of notebooks 05 and 06; building them trains every adapter and baseline they use.
+        for methods in TABLES.values():
+            comparison(methods, reference="oracle adapter")
 
-    out = {
+    config.set_threads()  # HELPERS_THREADS, or every core
+    return {
         "world": lambda: (artifacts.load_or_build("world"), artifacts.load_or_build("selection")),
         "greedy": lambda: [greedy_results(split) for split in ("hundred", "test", "adapter_train", "transfer_test")],
         "post_training": lambda: [artifacts.load_or_build("greedy", checkpoint=m, split=s)
                                   for m in rl.POST_TRAINED for s in ("hundred", "test")],
         "self_consistency": lambda: (sc.sc_results("test"), sc.sc_results("adapter_train"),
                                      sc.sampled_sc_results("test"), sc.rephrasing_results()),
+        "verbalized": verbalized.build_all,
+        "adapters and baselines": tables,
     }
-    artifacts._ensure_registered()  # imports every confidence module, which append their stages
-    out.update(dict(artifacts.EXTRA_BUILDS))
-    out["adapters and baselines"] = _comparison_tables
-    return out
-
-
-def _comparison_tables() -> None:
-    """The results tables of notebooks 05 and 06; building them trains every adapter and baseline they use."""
-    from .comparison import TABLES, comparison
-
-    for methods in TABLES.values():
-        comparison(methods, reference="oracle adapter")
 
 
 def build_all(only: str | None = None) -> None:
     """Build every artifact the notebooks load (or the stages up to and including `only`)."""
-    from .config import set_threads
-
-    set_threads()  # HELPERS_THREADS, or every core
     todo = stages()
     if only is not None and only not in todo:
         raise ValueError(f"unknown stage {only!r}; choose one of {list(todo)}")
@@ -62,9 +63,6 @@ def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
 
 def run_notebook(path: Path, inplace: bool, timeout: int = 1800) -> float:
     """Execute one notebook in a fresh kernel (in the notebooks folder); returns seconds."""
-    import nbformat
-    from nbclient import NotebookClient
-
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()

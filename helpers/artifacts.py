@@ -1,12 +1,24 @@
 """Train-or-load: every heavy result is built once, cached with a manifest, and reused.
 
-Notebooks call `load_or_build(name, **params)`. An entry is used only if its manifest matches the
-current configuration (a hash of the settings, parameters, upstream artifacts and package versions)
-and every file still has the recorded checksum; otherwise it is rebuilt. Builds happen in a temporary
-folder that is renamed into place only when complete, so a killed build never leaves a usable entry.
+Notebooks and helpers call `load_or_build(name, **params)`. While a builder runs, the cache records
+what it read: every setting (through `helpers.config`'s groups) and every other artifact it loaded
+(nested `load_or_build` and `folder` calls, by entry). The manifest keeps that trace with the
+builder's version, the package versions and a checksum of every file. An entry is used only while
+each recorded setting still has its recorded value, each artifact it loaded is still valid, and each
+file still has its checksum. So changing a setting rebuilds exactly the entries that read it and
+everything built from them, in a running kernel too, and nothing else.
+
+Layout: ``cache/<mode>/<name>/<params>/<entry id>/``. Entries built under other settings stay beside
+each other, so switching a setting back reuses the old entry. A build runs in a temporary folder that
+is renamed into place only when complete, under a lock per (name, params): a second process waits for
+the first and then uses its entry, and no process removes a folder another one is writing.
+
+Layer 1: imports only `helpers.config`. Builders register themselves here (`@register`); the package's
+`__init__` imports every module that does, so this module never imports its users.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -17,15 +29,17 @@ import shutil
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import SEED, WORLD_VERSION, cache_dir, fast_mode, settings_dict
+from . import config
 
 MANIFEST = "manifest.json"
 RESULT = "result.pkl"
+CACHE_VERSION = "2"  # bump when a change anywhere should invalidate every cached artifact
 _PACKAGES = ("torch", "transformers", "tokenizers", "peft", "numpy", "pandas", "scikit-learn")
 
 
@@ -35,28 +49,22 @@ class Artifact:
 
     name: str
     build: Callable[..., Any]
-    version: str = "1"
-    deps: Callable[..., list[tuple[str, dict]]] = field(default=lambda **_: [])
-    describe: str = ""
-    settings_keys: tuple[str, ...] | None = None  # the sizes it depends on (None: all of them)
-    config: Callable[[], dict] | None = None  # extra values to hash (a module's own sizes)
+    version: str
+    describe: str
 
 
 REGISTRY: dict[str, Artifact] = {}
 
 
-def register(name: str, version: str = "1", deps: Callable[..., list] | None = None,
-             settings_keys: tuple[str, ...] | None = None, config: Callable[[], dict] | None = None):
+def register(name: str, version: str = "1"):
     """Decorator: register `build(folder, **params)` as the builder of artifact `name`.
 
-    `settings_keys` names the sizes in `config.Settings` the result depends on, so that changing an
-    unrelated size (say, of a later notebook) does not retrain the model. `config()` returns any other
-    values the result depends on (a module's own sizes), which are hashed too.
+    Bump `version` when the builder's code changes what it builds; settings and upstream artifacts
+    need no declaration: the cache records what the build reads.
     """
 
     def wrap(fn):
-        REGISTRY[name] = Artifact(name, fn, version, deps or (lambda **_: []), (fn.__doc__ or "").strip(),
-                                  settings_keys, config)
+        REGISTRY[name] = Artifact(name, fn, version, (fn.__doc__ or "").strip())
         return fn
 
     return wrap
@@ -73,41 +81,19 @@ def package_versions() -> dict[str, str]:
 
 
 def _artifact(name: str) -> Artifact:
-    _ensure_registered()
     if name not in REGISTRY:
         raise ValueError(f"unknown artifact {name!r}; known artifacts: {sorted(REGISTRY)}")
     return REGISTRY[name]
 
 
-def config_hash(name: str, **params) -> str:
-    """Hash of everything that determines the artifact, upstream artifacts included."""
-    art = _artifact(name)
-    upstream = [config_hash(dep, **dep_params) for dep, dep_params in art.deps(**params)]
-    sizes = settings_dict()
-    if art.settings_keys is not None:
-        sizes = {key: sizes[key] for key in art.settings_keys}
-    payload = {
-        "name": name,
-        "version": art.version,
-        "world": WORLD_VERSION,
-        "params": params,
-        "settings": sizes,
-        "fast": fast_mode(),
-        "seed": SEED,
-        "upstream": upstream,
-        "config": art.config() if art.config else None,
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def artifact_dir(name: str, **params) -> Path:
-    """The folder an artifact lives in: cache/<name>/<params>."""
+def _params_dir(name: str, params: dict) -> Path:
+    """cache/<mode>/<name>/<params>: the folder holding every entry of these parameters."""
     _artifact(name)
     slug = "-".join(f"{k}={params[k]}" for k in sorted(params)) or "default"
     safe = re.sub(r"[^A-Za-z0-9=._+-]", "_", slug)
     if safe != slug or len(safe) > 80:  # long or odd parameters: a readable prefix and a hash
         safe = f"{safe[:40]}-{hashlib.sha256(slug.encode()).hexdigest()[:12]}"
-    return cache_dir() / name / safe
+    return config.cache_dir() / name / safe
 
 
 def _sha256(path: Path) -> str:
@@ -119,43 +105,125 @@ def _sha256(path: Path) -> str:
 
 
 def _files(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): _sha256(p)
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != MANIFEST
-    }
+    return {str(p.relative_to(folder)): _sha256(p) for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != MANIFEST}
 
 
-# Entries already verified in this process, keyed by folder, with the manifest's mtime: checksums
-# are computed once per process, not at every load.
-_VERIFIED: dict[Path, int] = {}
-
-
-def why_invalid(name: str, **params) -> str | None:
-    """None if the cached entry can be used, else the reason it must be rebuilt."""
-    folder = artifact_dir(name, **params)
-    path = folder / MANIFEST
-    if not path.exists():
-        return "not built yet"
-    if _VERIFIED.get(folder) == path.stat().st_mtime_ns:
-        return None
+def _read_manifest(folder: Path) -> dict | None:
     try:
-        manifest = json.loads(path.read_text())
+        manifest = json.loads((folder / MANIFEST).read_text())
     except (OSError, json.JSONDecodeError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+# ---------------------------------------------------------------------------- checking entries
+
+# Per entry folder: (settings generation, manifest mtime, reason or None). Checksums are computed once
+# per process and manifest; the trace (settings and upstream entries) is checked again after any change.
+_CHECKED: dict[Path, tuple[int, int, str | None]] = {}
+_FILES_OK: dict[Path, int] = {}
+
+
+def forget() -> None:
+    """Forget every check made in this process (as a fresh process would)."""
+    _CHECKED.clear()
+    _FILES_OK.clear()
+
+
+def _entry_problem(folder: Path) -> str | None:
+    """None if the entry in `folder` can be used now, else why not."""
+    try:
+        stamp = (folder / MANIFEST).stat().st_mtime_ns
+    except OSError:
+        return "manifest is missing"
+    memo = _CHECKED.get(folder)
+    if memo is not None and memo[:2] == (config.generation(), stamp):
+        return memo[2]
+    reason = _check(folder, stamp)
+    _CHECKED[folder] = (config.generation(), stamp, reason)
+    return reason
+
+
+def _check(folder: Path, stamp: int) -> str | None:
+    manifest = _read_manifest(folder)
+    if manifest is None or not {"name", "version", "reads", "deps", "files", "versions"} <= set(manifest):
         return "manifest is corrupt"
-    if not isinstance(manifest, dict) or manifest.get("config_hash") != config_hash(name, **params):
-        return "configuration changed"
-    if manifest.get("versions") != package_versions():
+    art = REGISTRY.get(manifest["name"])
+    if art is None or manifest["version"] != art.version or manifest.get("cache_version") != CACHE_VERSION:
+        return "the builder's version changed"
+    if manifest["versions"] != package_versions():
         return "package versions changed"
-    files = manifest.get("files")
-    if not isinstance(files, dict) or _files(folder) != files:
-        return "files are missing or corrupt"
-    _VERIFIED[folder] = path.stat().st_mtime_ns
+    for key, recorded in manifest["reads"].items():
+        try:
+            now = config.canonical(config.value(key))
+        except ValueError:
+            return f"setting {key} no longer exists"
+        if now != recorded:
+            return f"setting {key} changed ({recorded!r} -> {now!r})"
+    for dep in manifest["deps"]:
+        problem = _entry_problem(_params_dir(dep["name"], dep["params"]) / dep["id"])
+        if problem is not None:
+            return f"it was built from {dep['name']} ({_label(dep['params'])}), which is out of date: {problem}"
+    if _FILES_OK.get(folder) != stamp:
+        if _files(folder) != manifest["files"]:
+            return "files are missing or corrupt"
+        _FILES_OK[folder] = stamp
     return None
 
 
+def _entries(name: str, params: dict) -> list[Path]:
+    """The entries of (name, params), newest first."""
+    where = _params_dir(name, params)
+    if not where.is_dir():
+        return []
+    found = [p for p in where.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    return sorted(found, key=lambda p: (p / MANIFEST).stat().st_mtime_ns if (p / MANIFEST).exists() else 0,
+                  reverse=True)
+
+
+def _valid_entry(name: str, params: dict) -> tuple[Path | None, str]:
+    """The newest entry that can be used now, or (None, why the newest one cannot)."""
+    entries = _entries(name, params)
+    reasons = []
+    for folder in entries:
+        problem = _entry_problem(folder)
+        if problem is None:
+            return folder, ""
+        reasons.append(problem)
+    return None, reasons[0] if reasons else "not built yet"
+
+
+def why_invalid(name: str, **params) -> str | None:
+    """None if a cached entry can be used now, else the reason the newest one must be rebuilt."""
+    return _valid_entry(name, params)[1] or None
+
+
+# ---------------------------------------------------------------------------- building
+
+# One trace per build in progress: the settings it read and the entries it loaded.
+_TRACES: list[dict] = []
+
+
+def _record_dep(name: str, params: dict, folder: Path) -> None:
+    if _TRACES:
+        _TRACES[-1]["deps"][(name, json.dumps(params, sort_keys=True, default=str))] = {
+            "name": name, "params": config.canonical(params), "id": folder.name}
+
+
+@contextmanager
+def _lock(where: Path):
+    where.mkdir(parents=True, exist_ok=True)
+    with open(where / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _replace_dir(tmp: Path, final: Path) -> None:
-    """Move a finished build into place; the old entry is moved aside first, then removed."""
+    """Move a finished build into place; an old entry of the same id is moved aside first, then removed."""
     old = None
     if final.exists():
         old = final.with_name(f".old-{final.name}-{uuid.uuid4().hex[:8]}")
@@ -165,87 +233,100 @@ def _replace_dir(tmp: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-_NESTED_SECONDS: list[float] = []  # one slot per build in progress: seconds spent in builds it triggered
+def _label(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "no parameters"
 
 
-def build(name: str, **params) -> None:
-    """Build an artifact into a temporary folder, then rename it into place (atomic)."""
+def build(name: str, **params) -> Path:
+    """Build an entry in a temporary folder and rename it into place (atomic); returns its folder.
+
+    Holds the lock of (name, params) while building; if another process built a valid entry while
+    this one waited, that entry is used instead.
+    """
     art = _artifact(name)
-    final = artifact_dir(name, **params)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    for stale in final.parent.glob(f".tmp-{final.name}-*"):  # left by a killed build
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = final.with_name(f".tmp-{final.name}-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
-    _VERIFIED.pop(final, None)
-    _NESTED_SECONDS.append(0.0)
-    start = time.perf_counter()
-    try:
-        result = art.build(tmp, **params)
-        if result is not None:
-            with open(tmp / RESULT, "wb") as f:
-                pickle.dump(result, f)
-        manifest = {
-            "name": name,
-            "params": params,
-            "config_hash": config_hash(name, **params),
-            "versions": package_versions(),
-            "seconds": round(time.perf_counter() - start, 2),
-            # without the dependencies it built on the way, so a sum over manifests counts each once
-            "own_seconds": round(time.perf_counter() - start - _NESTED_SECONDS[-1], 2),
-            "files": _files(tmp),
-        }
-        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        _replace_dir(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        took = time.perf_counter() - start
-        _NESTED_SECONDS.pop()
-        if _NESTED_SECONDS:
-            _NESTED_SECONDS[-1] += took
+    where = _params_dir(name, params)
+    with _lock(where):
+        forget_here = [p for p in list(_CHECKED) if p.parent == where]
+        for p in forget_here:  # another process may have written here while we waited
+            _CHECKED.pop(p, None)
+        done, _ = _valid_entry(name, params)
+        if done is not None:
+            return done
+        for stale in where.glob(".tmp-*"):  # left by a killed build (writers of `where` hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = where / f".tmp-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        trace = {"reads": {}, "deps": {}, "nested_seconds": 0.0}
+        _TRACES.append(trace)
+        start = time.perf_counter()
+        try:
+            with config.recording(trace["reads"]):
+                result = art.build(tmp, **params)
+            if result is not None:
+                with open(tmp / RESULT, "wb") as f:
+                    pickle.dump(result, f)
+            seconds = time.perf_counter() - start
+            identity = {"name": name, "version": art.version, "cache_version": CACHE_VERSION,
+                        "params": config.canonical(params), "reads": dict(sorted(trace["reads"].items())),
+                        "deps": sorted(trace["deps"].values(), key=lambda d: json.dumps(d, sort_keys=True)),
+                        "versions": package_versions()}
+            entry_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+            manifest = {**identity, "id": entry_id, "seconds": round(seconds, 2),
+                        # without the upstream builds it triggered, so a sum over manifests counts each once
+                        "own_seconds": round(seconds - trace["nested_seconds"], 2), "files": _files(tmp)}
+            (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+            final = where / entry_id
+            _CHECKED.pop(final, None)
+            _FILES_OK.pop(final, None)
+            _replace_dir(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        finally:
+            _TRACES.pop()
+            if _TRACES:
+                _TRACES[-1]["nested_seconds"] += time.perf_counter() - start
+    return final
 
 
-def load(name: str, **params) -> Any:
-    """The stored object of a valid entry (or its folder if the builder stored only files)."""
-    folder = artifact_dir(name, **params)
-    result = folder / RESULT
-    if result.exists():
-        with open(result, "rb") as f:
-            return pickle.load(f)
-    return folder
+def folder(name: str, **params) -> Path:
+    """The folder of the valid entry (built first if needed). Inside a build, recorded as an input."""
+    found, reason = _valid_entry(name, params)
+    if found is None:
+        print(f"building {name} ({_label(params)}): {reason}", file=sys.stderr, flush=True)
+        found = build(name, **params)
+    _record_dep(name, params, found)
+    return found
 
 
 def load_or_build(name: str, **params) -> Any:
-    """The cached artifact if its manifest matches, else build it first (with a progress bar)."""
-    reason = why_invalid(name, **params)
-    if reason is not None:
-        label = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
-        print(f"building {name}{f' ({label})' if label else ''}: {reason}", file=sys.stderr, flush=True)
-        build(name, **params)
-    return load(name, **params)
+    """The cached artifact (its stored object, or its folder if the builder stored only files)."""
+    where = folder(name, **params)
+    result = where / RESULT
+    if result.exists():
+        with open(result, "rb") as f:
+            return pickle.load(f)
+    return where
+
+
+def manifest(name: str, **params) -> dict:
+    """The manifest of the valid entry (built first if needed): its trace, timings and checksums."""
+    return _read_manifest(folder(name, **params)) or {}
 
 
 def built_seconds(name: str, **params) -> float | None:
-    """How long the cached entry took to build, from its manifest."""
-    try:
-        return json.loads((artifact_dir(name, **params) / MANIFEST).read_text())["seconds"]
-    except (OSError, KeyError, json.JSONDecodeError):
-        return None
+    """How long the valid entry took to build, from its manifest (None if there is none)."""
+    found, _ = _valid_entry(name, params)
+    return (_read_manifest(found) or {}).get("seconds") if found is not None else None
 
 
-def _ensure_registered() -> None:
-    """Import the modules that register artifacts (every confidence method registers its own)."""
-    import importlib
-    import pkgutil
-
-    from . import confidence, decoding, rl, training  # noqa: F401
-
-    for module in pkgutil.iter_modules(confidence.__path__):
-        importlib.import_module(f"{confidence.__name__}.{module.name}")
-
-
-# Build stages that `python -m helpers build` runs after its own ones, appended by the modules of
-# later notebooks as (stage name, a function that builds everything of that stage).
-EXTRA_BUILDS: list[tuple[str, Callable[[], Any]]] = []
+def valid_entries() -> list[dict]:
+    """The manifests of every entry of the current mode that can be used now."""
+    out = []
+    root = config.cache_dir()
+    for name in sorted(REGISTRY):
+        for params_dir in sorted((root / name).glob("*")) if (root / name).is_dir() else []:
+            for entry in params_dir.iterdir():
+                if entry.is_dir() and not entry.name.startswith(".") and _entry_problem(entry) is None:
+                    out.append(_read_manifest(entry))
+    return out

@@ -1,7 +1,11 @@
 """One table of methods × {full-set, contrast-set} metrics with paired-bootstrap markers (notebooks 05, 06).
 
 Every method is named in METHODS and built from cached artifacts, so the whole table, bootstrap
-included, is itself cached: rerunning a notebook reads it back in seconds.
+included, is itself cached: rerunning a notebook reads it back in seconds. The cache records every
+method's results the table read, so a change to any of them (an adapter's learning rate, the number of
+beams) rebuilds the table too.
+
+Layer 8: imports the metrics, the checkpoints, decoding and every confidence method.
 """
 from __future__ import annotations
 
@@ -11,58 +15,46 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import contrast, metrics, stats
+from . import config, contrast, metrics, stats
 from .artifacts import load_or_build, register
-from .config import SPLIT_KEYS, settings
+from .checkpoints import get_checkpoints
+from .confidence import adapters, baselines, posthoc
+from .confidence import self_consistency as sc
+from .decoding import greedy_results
 
-FULL = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("SmoothECE", "smooth_ece")]
-CONTRAST = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("Δ", "delta"), ("Δ class-balanced", "delta_cb")]
+FULL_SET_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("SmoothECE", "smooth_ece")]
+CONTRAST_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("Δ", "delta"), ("Δ class-balanced", "delta_cb")]
 # Metrics the bootstrap tests (SmoothECE is too slow to resample for every cell; Δcb has no resampler).
 TESTED = {"auc", "brier", "ece", "delta"}
-N_RESAMPLES = 200
 
 
 def _ck():
-    from .training import get_checkpoints
-
     return get_checkpoints()
 
 
 def _greedy():
-    from .decoding import greedy_results
-
     return greedy_results("test", _ck().evaluation)
 
 
 def _sc(split="test", checkpoints=None):
-    from .confidence import self_consistency as sc
-
     return sc.sc_results(split, checkpoints or _ck().evaluation)
 
 
 def _recalibrated(method: str, name: str) -> pd.DataFrame:
-    from .confidence import posthoc
-
     fit_on = {"sc": lambda: _sc("adapter_train"), "adapter": lambda: _adapters("adapter_train", _ck().training[-1])}[name]()
     apply_to = {"sc": _sc, "adapter": lambda: _adapters("test", _ck().training[-1])}[name]()
     return posthoc.recalibrate_per_checkpoint(fit_on, apply_to, method)
 
 
 def _adapters(split, source, **kw):
-    from .confidence import adapters
-
     return adapters.adapter_results(split, _ck().evaluation, source=source, **kw)
 
 
 def _multi_answer() -> pd.DataFrame:
-    from .confidence import adapters
-
     return adapters.multi_answer_results(_ck().training[-1])
 
 
 def _copy(kind: str) -> pd.DataFrame:
-    from .confidence import adapters
-
     src = _ck().training[-1]
     if kind == "sc":
         both = _sc("test", [src, *_ck().evaluation])
@@ -72,14 +64,10 @@ def _copy(kind: str) -> pd.DataFrame:
 
 
 def _surrogate_sc() -> pd.DataFrame:
-    from .confidence import self_consistency as sc
-
     return sc.surrogate_sc(_ck().training[-1], _sc())
 
 
 def _baseline(kind: str) -> pd.DataFrame:
-    from .confidence import baselines
-
     return {"index": baselines.checkpoint_index_results, "gcm": baselines.gcm_results}[kind]("test", _ck().evaluation)
 
 
@@ -90,7 +78,7 @@ METHODS: dict[str, Callable[[], pd.DataFrame]] = {
     "multi-checkpoint adapter": lambda: _adapters("test", "multi"),
     # As many rows as the multi-checkpoint run, all from the last training checkpoint (notebook 06).
     "single-checkpoint data": lambda: _adapters("test", _ck().training[-1],
-                                                n_examples=len(_ck().training) * settings().n_adapter_train),
+                                                n_examples=len(_ck().training) * config.splits().n_adapter_train),
     "self-consistency": _sc,
     "token probability": _greedy,
     "SC + isotonic": lambda: _recalibrated("isotonic", "sc"),
@@ -123,33 +111,44 @@ def method_results(name: str) -> pd.DataFrame:
     return METHODS[name]()
 
 
-def _scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
-    full = metrics.full_set_metrics(df, _ck().evaluation)
-    cont = contrast.contrast_metrics(df, pairs, min_size=min_size)
-    out = {("full set", label): full[key] for label, key in FULL}
-    out.update({("contrast set", label): cont[key] for label, key in CONTRAST})
+def scores(df: pd.DataFrame, pairs, min_size: int, checkpoints=None, normalizer=None) -> dict:
+    """Every full-set and contrast-set metric of one method's frame, keyed (set, label).
+
+    Full set over `checkpoints` (default: the evaluation checkpoints): AUC, Brier, ECE, SmoothECE.
+    Contrast sets over `pairs` with at least `min_size` questions: AUC, Brier, ECE, SmoothECE, Δ,
+    Δ class-balanced and the number of pairs. Used by the tables here and by notebook 04.
+    """
+    full = metrics.full_set_metrics(df, _ck().evaluation if checkpoints is None else checkpoints)
+    cont = contrast.contrast_metrics(df, pairs, min_size=min_size, normalizer=normalizer)
+    out = {("full set", label): full[key] for label, key in FULL_SET_METRICS}
+    out.update({("contrast set", label): cont[key] for label, key in CONTRAST_METRICS + [("SmoothECE", "smooth_ece")]})
+    out[("contrast set", "pairs")] = int(cont["n_pairs"])
     return out
 
 
-@register("comparison", version="1", deps=lambda methods, reference: [("selection", {})], settings_keys=SPLIT_KEYS,
-          config=lambda: {"n_resamples": N_RESAMPLES})
+def _table_scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
+    every = scores(df, pairs, min_size)
+    return {key: every[key] for key in [("full set", label) for label, _ in FULL_SET_METRICS] + [("contrast set", label) for label, _ in CONTRAST_METRICS]}
+
+
+@register("comparison", version="1")
 def _build_comparison(folder, methods: str, reference: str) -> dict:
     """Metrics of several methods and, for each cell, whether it is distinguishable from the reference."""
     names = methods.split("|")
     frames = {name: method_results(name) for name in tqdm(names, desc="methods", leave=False)}
     pairs = contrast.all_pairs(_ck().evaluation)
-    min_size = settings().min_contrast
-    values = pd.DataFrame({name: _scores(df, pairs, min_size) for name, df in frames.items()}).T
+    min_size, n_resamples = config.contrast().min_size, config.bootstrap().table_resamples
+    values = pd.DataFrame({name: _table_scores(df, pairs, min_size) for name, df in frames.items()}).T
     same = pd.DataFrame(False, index=values.index, columns=values.columns)
     for name in tqdm([n for n in names if n != reference], desc="bootstrap vs " + reference, leave=False):
-        for label, key in FULL:
+        for label, key in FULL_SET_METRICS:
             if key in TESTED:
-                run = stats.full_set_bootstrap(key, frames[name], frames[reference], _ck().evaluation, n=N_RESAMPLES)
+                run = stats.full_set_bootstrap(key, frames[name], frames[reference], _ck().evaluation, n=n_resamples)
                 same.loc[name, ("full set", label)] = run["contains_zero"]
-        for label, key in CONTRAST:
+        for label, key in CONTRAST_METRICS:
             if key in TESTED:
                 run = stats.contrast_bootstrap_over_pairs(key, frames[name], frames[reference], pairs, min_size,
-                                                          n=N_RESAMPLES)
+                                                          n=n_resamples)
                 same.loc[name, ("contrast set", label)] = run["contains_zero"]
     return {"values": values, "indistinguishable": same, "reference": reference}
 

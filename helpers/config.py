@@ -1,19 +1,51 @@
-"""Paths, seeds, fast mode and sizes: the one place every other module reads settings from."""
+"""Every size, seed and hyper-parameter of the series, in one place, with a scoped override.
+
+The settings come in groups, one per thing they configure, each with a full and a fast value
+(HELPERS_FAST=1 picks the fast ones, as `make test` does):
+
+=================  ================================================================  ==============
+group              configures                                                        notebooks
+=================  ================================================================  ==============
+`world`            the training run: model size, steps, data mixture, selection      00 (all read it)
+`splits`           the evaluation question sets                                      all
+`post_training`    the fine-tune and GRPO run of notebook 01                         01
+`self_consistency` beams, samples and rephrasings                                    02, 04-06
+`verbalized`       the verbalized-confidence LoRA adapters                           03, 04
+`adapters`         the confidence adapters (LoRA, "Correct?" -> P(Y))                05, 06
+`gcm`              the generalized correctness model's verifier                      05, 06
+`bootstrap`        resamples of the paired bootstrap                                 01, 04-06
+`contrast`         minimum contrast-set sizes                                        04-06
+=================  ================================================================  ==============
+
+Read a group with its function (`config.adapters().lr`). Change one for a while with
+``with config.override("adapters", lr=1e-3): ...``, or for the rest of the session with
+``config.override("self_consistency", num_beams=5)`` (undo with `config.reset()`). The cache
+(`helpers.artifacts`) records every setting a build reads, so after a change exactly the results
+that read it are rebuilt, in a running kernel too.
+
+Layer 0 of the package: imports nothing from it.
+"""
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import random
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
-SEED = 0
+SEED = 0  # the series' base seed: the default of every `seed` argument
 
-# Bump when a change anywhere should invalidate every cached artifact.
-WORLD_VERSION = "1"
+# GPT-2's linear layers are Conv1D. "c_proj" alone would match both the attention and the MLP output
+# projection, so the patterns name each module they adapt.
+ATTENTION = r".*\.attn\.(c_attn|c_proj)$"
+ATTENTION_AND_MLP = r".*\.(attn\.(c_attn|c_proj)|mlp\.(c_fc|c_proj))$"
 
 
 def fast_mode() -> bool:
@@ -27,18 +59,9 @@ def cache_dir() -> Path:
     return root / ("fast" if fast_mode() else "full")
 
 
-def rel(path: Path | str) -> str:
-    """A path relative to the repository root, for printing (outputs never show machine paths)."""
-    path = Path(path).resolve()
-    try:
-        return str(path.relative_to(REPO_ROOT))
-    except ValueError:
-        return path.name
-
-
 def set_seed(seed: int = SEED) -> None:
     """Seed random, numpy and torch; the only seeding entry point of the series."""
-    import torch
+    import torch  # local: config is imported by numpy-only modules that never need torch
 
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
@@ -47,16 +70,9 @@ def set_seed(seed: int = SEED) -> None:
     torch.manual_seed(int(seed))
 
 
-def device():
-    """The torch device: CPU unless HELPERS_DEVICE says otherwise (the series never needs a GPU)."""
-    import torch
-
-    return torch.device(os.environ.get("HELPERS_DEVICE", "cpu"))
-
-
 def set_threads(n: int | None = None) -> int:
     """Use `n` torch threads (default: HELPERS_THREADS or every core); returns the count."""
-    import torch
+    import torch  # local: see set_seed
 
     n = n or int(os.environ.get("HELPERS_THREADS", 0)) or os.cpu_count() or 1
     if n < 1:
@@ -65,30 +81,19 @@ def set_threads(n: int | None = None) -> int:
     return n
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Every size the series uses; `settings()` picks the fast or full set."""
+# ---------------------------------------------------------------------------- the groups
 
-    train_steps: int
-    batch_size: int
-    save_every: int
-    n_checkpoints: int  # selected from the saved ones, by accuracy
-    n_training_checkpoints: int  # the earliest selected ones; the rest evaluate
-    n_test: int
-    n_adapter_train: int
-    n_transfer_test: int
-    n_monitor: int  # test questions scored at every save, for checkpoint selection
-    min_contrast: int  # pairs with fewer contrast questions are skipped
-    min_contrast_transfer: int
-    max_operand: int = 999  # fast mode asks two-digit sums
-    # Post-training (notebook 01): a small SFT set seen many times, then GRPO.
-    sft_questions: int = 100
-    sft_epochs: int = 20
-    sft_lr: float = 1e-3
-    grpo_steps: int = 40
-    grpo_prompts: int = 64
-    grpo_group: int = 8
-    grpo_lr: float = 3e-4
+
+@dataclass(frozen=True)
+class World:
+    """The training run whose saved checkpoints the series studies (notebook 00)."""
+
+    train_steps: int = 3000
+    batch_size: int = 256
+    save_every: int = 100
+    n_checkpoints: int = 12  # selected from the saved ones, by what they know
+    n_training_checkpoints: int = 5  # the earliest selected ones; the rest evaluate
+    n_monitor: int = 1000  # test questions scored at every save, for checkpoint selection
     n_layer: int = 2
     n_embd: int = 64
     n_head: int = 4
@@ -99,33 +104,317 @@ class Settings:
     # checkpoint's accuracy does not depend on where a constant-rate run happens to stop.
     lr_decay_start: float = 2 / 3
     min_lr_ratio: float = 0.5
+    # The data mixture: (start as a share of training, phase). Mostly small operands, then mostly large,
+    # then small again, then the uniform mix while the learning rate anneals, as open models end
+    # pre-training with an annealing phase.
+    phases: tuple = ((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"), (0.8, "uniform"))
+    phase_ranges: tuple = (("small", (0.0, 0.5)), ("large", (0.5, 1.0)), ("uniform", (0.0, 1.0)))  # share of the operand range
+    phase_majority: float = 0.95  # share of a batch drawn from the phase's range; the rest is uniform
+    transfer_share: float = 0.15  # share of subtraction questions in the training stream
+    question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
+    answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears
+    # Selection: the first selected checkpoint is the last save before monitor accuracy reaches
+    # `first_below`; neighbouring evaluation checkpoints need `monitor_min_regressions` regressions per
+    # 1,000 monitor questions (notebook 00 asks 20 per 1,000 on the test set; 30 leaves room for noise).
+    first_below: float = 0.35
+    monitor_min_regressions: int = 30
+    seed: int = SEED
 
 
-FULL = Settings(
-    train_steps=3000, batch_size=256, save_every=100, n_checkpoints=12, n_training_checkpoints=5,
-    n_test=5000, n_adapter_train=5000, n_transfer_test=3000, n_monitor=1000,
-    min_contrast=500, min_contrast_transfer=300,
-)
-FAST = Settings(
-    train_steps=800, batch_size=64, save_every=100, n_checkpoints=5, n_training_checkpoints=2,
-    n_test=400, n_adapter_train=400, n_transfer_test=300, n_monitor=200,
-    min_contrast=5, min_contrast_transfer=5, warmup_steps=30, lr=1e-2, max_operand=99,
-    sft_questions=50, sft_epochs=5, grpo_steps=4, grpo_prompts=16, grpo_group=4,
-)
+@dataclass(frozen=True)
+class Splits:
+    """The evaluation question sets, disjoint from each other and from the training stream."""
+
+    n_test: int = 5000
+    n_adapter_train: int = 5000
+    n_transfer_test: int = 3000
+    max_operand: int = 999  # fast mode asks two-digit sums
+    split_seeds: tuple = (("hundred", 100), ("test", 101), ("adapter_train", 102), ("transfer_test", 103))
+    seed: int = SEED
 
 
-# The sizes each kind of artifact depends on (see artifacts.register).
-SPLIT_KEYS = ("n_test", "n_adapter_train", "n_transfer_test", "max_operand")
-WORLD_KEYS = SPLIT_KEYS + ("train_steps", "batch_size", "save_every", "n_checkpoints", "n_training_checkpoints",
-                           "n_monitor", "n_layer", "n_embd", "n_head", "lr", "warmup_steps", "weight_decay",
-                           "lr_decay_start", "min_lr_ratio")
-POST_TRAINING_KEYS = ("sft_questions", "sft_epochs", "sft_lr", "grpo_steps", "grpo_prompts", "grpo_group", "grpo_lr")
+@dataclass(frozen=True)
+class PostTraining:
+    """Notebook 01: a small SFT set seen many times, then GRPO against the exact-answer verifier."""
+
+    base_accuracy: float = 0.65  # post-train the checkpoint whose monitor accuracy is closest to this
+    sft_questions: int = 100
+    sft_epochs: int = 20
+    sft_lr: float = 1e-3
+    sft_seed: int = 11  # draws the SFT questions
+    grpo_steps: int = 40
+    grpo_prompts: int = 64
+    grpo_group: int = 8
+    grpo_lr: float = 3e-4
+    grpo_pool_seed: int = 12  # draws GRPO's question pool
 
 
-def settings() -> Settings:
-    """The sizes for the current mode."""
-    return FAST if fast_mode() else FULL
+@dataclass(frozen=True)
+class SelfConsistency:
+    """Beam search, sampling and rephrasing (notebook 02; SC is a method of notebooks 04-06)."""
+
+    num_beams: int = 10  # beams searched and returned per question
+    n_adapter_train: int = 2000  # adapter_train questions SC decodes (enough to fit isotonic)
+    samples_k: int = 10  # samples per question for the sampling variant
+    sample_seed: int = 0
+    sampled_questions: int = 1000
+    rephrased_questions: int = 1000
 
 
-def settings_dict() -> dict:
-    return asdict(settings())
+@dataclass(frozen=True)
+class Verbalized:
+    """The verbalized-confidence adapters (notebook 03). Measured on one shared core: per checkpoint
+    about 15 s to sample the targets, 15 s to train and 5-10 s per readout. More data, epochs or rank
+    (tried: 5,000 questions; 3-8 epochs; rank 8-32; lr 3e-3 to 1e-2) moved the oracle readout's AUC
+    by about 0.03 at most, for up to twice the time."""
+
+    k: int = 10  # answers sampled per adapter_train question for its target
+    temperature: float = 1.0  # of those samples
+    n_train: int = 2000  # adapter_train questions the adapter learns from (the first n of the split)
+    rank: int = 16
+    alpha: int = 32  # LoRA scale = alpha / rank
+    targets: str = ATTENTION_AND_MLP
+    epochs: int = 4
+    lr: float = 5e-3  # linearly decayed to 0
+    batch_size: int = 16
+    n_rephrase: int = 1000  # test questions asked in every phrasing (notebook 03, section 4)
+    new_tokens: str = "\nC:%"  # characters the LM never saw in training; their embeddings train too
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Adapters:
+    """The confidence adapters (notebooks 05, 06): a LoRA adapter reads P(Y) after "Correct?".
+
+    Full-mode step-03000 oracle, test AUC (token probability: 0.815): attention only 0.80, with the
+    MLP 0.83 (seeds 0-2: 0.828, 0.835, 0.825) for 30% more time; 1 epoch 0.76, 2 epochs 0.80, 3
+    epochs 0.83. (These were measured on `test`; the fair-comparison issue moves the choice to a
+    validation part of adapter_train.)"""
+
+    rank: int = 8
+    alpha: int = 16
+    targets: str = ATTENTION_AND_MLP
+    epochs: int = 3
+    batch_size: int = 64
+    lr: float = 5e-3  # linearly decayed to 0
+    normalize_readout: bool = True  # divide the Y/N gap by |w_Y - w_N| (helpers.confidence.readout)
+    score_batch_size: int = 1000
+    fresh_seed: int = 205  # the extra questions when an adapter gets more rows than adapter_train has
+
+
+@dataclass(frozen=True)
+class GCM:
+    """The generalized correctness model's verifier: its own run, stopped at a stated accuracy."""
+
+    seed: int = 1  # the world trains with seed 0
+    batch_size: int = 64
+    lr: float = 1e-2  # higher than the world's: fewer steps to the stated accuracy (measured)
+    warmup_steps: int = 100
+    target_accuracy: float = 0.2  # training stops at the first check at or above it ...
+    max_steps: int = 2500  # ... or here, whichever comes first
+    check_every: int = 100
+    n_check: int = 500  # fresh questions (no evaluation split) scored at every check
+    check_seed: int = 301  # draws those questions (with `seed`)
+    n_examples: int = 5000  # GCM adapter rows, shared by the training checkpoints: one adapter's budget
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """Resamples of the paired bootstrap."""
+
+    n_resamples: int = 1000  # default of helpers.stats
+    n_resamples_smooth_ece: int = 200  # SmoothECE is not vectorized: about 15 ms per call
+    table_resamples: int = 200  # per cell of the results tables of notebooks 05 and 06
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """Contrast sets smaller than these are skipped."""
+
+    min_size: int = 500
+    min_size_transfer: int = 300
+
+
+FULL: dict[str, Any] = {
+    "world": World(),
+    "splits": Splits(),
+    "post_training": PostTraining(),
+    "self_consistency": SelfConsistency(),
+    "verbalized": Verbalized(),
+    "adapters": Adapters(),
+    "gcm": GCM(),
+    "bootstrap": Bootstrap(),
+    "contrast": Contrast(),
+}
+FAST: dict[str, Any] = {
+    "world": World(train_steps=800, batch_size=64, n_checkpoints=5, n_training_checkpoints=2, n_monitor=200,
+                   warmup_steps=30, lr=1e-2),
+    "splits": Splits(n_test=400, n_adapter_train=400, n_transfer_test=300, max_operand=99),
+    "post_training": PostTraining(sft_questions=50, sft_epochs=5, grpo_steps=4, grpo_prompts=16, grpo_group=4),
+    "self_consistency": SelfConsistency(n_adapter_train=200, sampled_questions=100, rephrased_questions=100),
+    "verbalized": Verbalized(n_train=400, epochs=2, n_rephrase=100),
+    "adapters": Adapters(epochs=1, batch_size=32),
+    "gcm": GCM(batch_size=32, target_accuracy=0.05, max_steps=200, check_every=50, n_check=100, n_examples=400),
+    "bootstrap": Bootstrap(),
+    "contrast": Contrast(min_size=5, min_size_transfer=5),
+}
+
+# ---------------------------------------------------------------------------- overrides and reads
+
+_OVERRIDES: dict[str, dict[str, Any]] = {}
+_GENERATION = [0]  # bumped on every change, so cached validity checks are redone
+# One list per build in progress (helpers.artifacts pushes and pops them): the settings it read.
+_RECORDERS: list[dict[str, Any]] = []
+
+
+def canonical(value: Any) -> Any:
+    """A JSON-comparable form of a setting's value (tuples become lists)."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _group_defaults(group: str):
+    table = FAST if fast_mode() else FULL
+    if group not in table:
+        raise ValueError(f"unknown settings group {group!r}; choose one of {sorted(table)}")
+    return table[group]
+
+
+def current(group: str):
+    """The group's values now (defaults of the mode, with overrides applied), without recording a read."""
+    values = _group_defaults(group)
+    return dataclasses.replace(values, **_OVERRIDES[group]) if _OVERRIDES.get(group) else values
+
+
+def value(key: str) -> Any:
+    """The current value of "group.field", without recording a read (used to check cached entries)."""
+    group, _, name = key.partition(".")
+    values = current(group)
+    if name not in {f.name for f in dataclasses.fields(values)}:
+        raise ValueError(f"unknown setting {key!r}")
+    return getattr(values, name)
+
+
+def generation() -> int:
+    """A counter that changes whenever a setting does."""
+    return _GENERATION[0]
+
+
+class Group:
+    """A read-only view of one group's current values; every field read is recorded for the cache."""
+
+    __slots__ = ("_group", "_values")
+
+    def __init__(self, group: str):
+        object.__setattr__(self, "_group", group)
+        object.__setattr__(self, "_values", current(group))
+
+    def __getattr__(self, name: str):
+        values = object.__getattribute__(self, "_values")
+        if name.startswith("_") or name not in values.__dataclass_fields__:
+            raise AttributeError(f"settings group {self._group!r} has no setting {name!r}; "
+                                 f"it has {list(values.__dataclass_fields__)}")
+        result = getattr(values, name)
+        if _RECORDERS:
+            _RECORDERS[-1][f"{self._group}.{name}"] = canonical(result)
+        return result
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"settings are read-only; use config.override({self._group!r}, {name}=...)")
+
+    def asdict(self) -> dict:
+        """Every field (each recorded as read)."""
+        return {name: getattr(self, name) for name in self._values.__dataclass_fields__}
+
+    def __repr__(self) -> str:
+        return f"config.{self._group}({', '.join(f'{k}={v!r}' for k, v in dataclasses.asdict(self._values).items())})"
+
+
+def _accessor(group: str) -> Callable[[], Group]:
+    def read() -> Group:
+        return Group(group)
+
+    read.__name__ = group
+    read.__doc__ = f"The current `{group}` settings ({type(FULL[group]).__name__}); reads are recorded by the cache."
+    return read
+
+
+world = _accessor("world")
+splits = _accessor("splits")
+post_training = _accessor("post_training")
+self_consistency = _accessor("self_consistency")
+verbalized = _accessor("verbalized")
+adapters = _accessor("adapters")
+gcm = _accessor("gcm")
+bootstrap = _accessor("bootstrap")
+contrast = _accessor("contrast")
+
+
+class _Override:
+    """Returned by `override`: already applied; as a context manager it undoes itself on exit."""
+
+    def __init__(self, group: str, previous: dict | None):
+        self.group, self.previous = group, previous
+
+    def __enter__(self):
+        return Group(self.group)
+
+    def __exit__(self, *exc):
+        if self.previous is None:
+            _OVERRIDES.pop(self.group, None)
+        else:
+            _OVERRIDES[self.group] = self.previous
+        _GENERATION[0] += 1
+        return False
+
+
+def override(group: str, **values) -> _Override:
+    """Change settings of one group: for the session, or inside a `with` block.
+
+    ``config.override("self_consistency", num_beams=5)`` keeps the change until `reset()`;
+    ``with config.override("adapters", lr=1e-3): ...`` undoes it when the block ends. An unknown
+    group or setting, or a value of the wrong type, raises ValueError.
+    """
+    defaults = _group_defaults(group)
+    fields = {f.name: f for f in dataclasses.fields(defaults)}
+    for name, new in values.items():
+        if name not in fields:
+            raise ValueError(f"settings group {group!r} has no setting {name!r}; it has {list(fields)}")
+        old = getattr(defaults, name)
+        ok = isinstance(new, type(old)) or (isinstance(old, float) and isinstance(new, int) and not isinstance(new, bool))
+        if not ok or (isinstance(new, bool) != isinstance(old, bool)):
+            raise ValueError(f"{group}.{name} must be a {type(old).__name__} like {old!r}, got {new!r}")
+    previous = dict(_OVERRIDES[group]) if group in _OVERRIDES else None
+    merged = {**(previous or {}), **values}
+    merged = {k: v for k, v in merged.items() if canonical(v) != canonical(getattr(defaults, k))}
+    if merged:
+        _OVERRIDES[group] = merged
+    else:
+        _OVERRIDES.pop(group, None)
+    _GENERATION[0] += 1
+    return _Override(group, previous)
+
+
+def reset() -> None:
+    """Undo every override."""
+    _OVERRIDES.clear()
+    _GENERATION[0] += 1
+
+
+def overrides() -> dict[str, dict[str, Any]]:
+    """The settings changed from their defaults, by group."""
+    return {g: dict(v) for g, v in _OVERRIDES.items()}
+
+
+@contextmanager
+def recording(reads: dict[str, Any]):
+    """Record the settings read inside the block into `reads` (helpers.artifacts uses it per build)."""
+    _RECORDERS.append(reads)
+    try:
+        yield reads
+    finally:
+        _RECORDERS.pop()
+
+
+def phase_ranges() -> dict[str, tuple[float, float]]:
+    """The world's phase ranges as a dict (phase -> share of the operand range)."""
+    return dict(world().phase_ranges)

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from helpers import metrics
-from helpers.validation import as_binary, as_probabilities
+from . import metrics
+from .validation import as_binary, as_probabilities
 
 REQUIRED_COLUMNS = ("checkpoint", "question_id", "correct", "confidence")
 METRIC_COLUMNS = ("auc", "brier", "ece", "smooth_ece", "delta", "auc_cb", "brier_cb", "delta_cb")

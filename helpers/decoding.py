@@ -1,7 +1,9 @@
 """Batched decoding of a checkpoint over a question set, with the answer's probability.
 
 Greedy decoding (notebooks 00, 01 and later) gives `confidence` = the product of the probabilities of
-the greedy answer's tokens, end mark included (seed 002). Results are cached per checkpoint and split.
+the greedy answer's tokens, end mark included. Results are cached per checkpoint and split.
+
+Layer 4: imports sums, artifacts, model and checkpoints.
 """
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import torch
 from tqdm import tqdm
 
 from . import sums
-from .artifacts import load_or_build, register
-from .config import SPLIT_KEYS
+from .artifacts import register
+from .checkpoints import load_checkpoint, per_checkpoint
 from .model import chat_prompt
 
 MAX_NEW_TOKENS = 24  # the longest answer form ("The difference is 999.") plus the end mark
@@ -107,28 +109,19 @@ def greedy(model, tokenizer, questions: pd.DataFrame, batch_size: int = 500, pro
     return pd.concat(rows, ignore_index=True)
 
 
-def _greedy_deps(checkpoint: str, split: str):
-    return [("world", {})] + ([("post_training", {})] if checkpoint in ("finetuned", "rl") else [])
-
-
-@register("greedy", version="1", deps=_greedy_deps, settings_keys=SPLIT_KEYS)
+@register("greedy", version="1")
 def _build_greedy(folder, checkpoint: str, split: str) -> pd.DataFrame:
     """Greedy answers and token-probability confidence of one checkpoint on one split."""
-    from .model import load_checkpoint
-
     model, tokenizer = load_checkpoint(checkpoint)
     df = greedy(model, tokenizer, sums.split(split), desc=f"greedy {checkpoint} {split}")
     df.insert(0, "checkpoint", checkpoint)
     return df
 
 
-def greedy_results(split: str = "test", checkpoints: list[str] | None = None) -> pd.DataFrame:
+def greedy_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     """Cached greedy results of several checkpoints (default: all selected ones), one long frame."""
-    from .training import get_checkpoints
-
-    names = get_checkpoints().validate(checkpoints)
     sums.split(split)  # an unknown split name fails here, before anything is built
-    return pd.concat([load_or_build("greedy", checkpoint=c, split=split) for c in names], ignore_index=True)
+    return per_checkpoint("greedy", checkpoints, split=split)
 
 
 @torch.no_grad()
@@ -144,6 +137,8 @@ def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0
         raise ValueError(f"k (samples per question) must be an integer >= 1, got {k!r}")
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
+    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     eos = tokenizer.eos_token_id
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)

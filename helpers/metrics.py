@@ -14,7 +14,7 @@ import pandas as pd
 import relplot
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from helpers.validation import as_binary, as_probabilities, confidence_and_correct
+from .validation import as_binary, as_probabilities, confidence_and_correct
 
 STRATEGIES = ("uniform", "quantile")
 
@@ -291,6 +291,25 @@ def full_set_metrics(df: pd.DataFrame, checkpoints=None, n_bins: int = 15) -> pd
             "n": conf.size,
         }
     )
+
+
+def per_checkpoint(df: pd.DataFrame, column: str = "confidence", columns=None) -> pd.DataFrame:
+    """`summary_metrics` of each checkpoint's rows (one row per checkpoint, in order of appearance).
+
+    `column` names the confidence to score (default "confidence"); `columns` picks columns of
+    `summary_metrics` (default: all). A frame with no rows gives a table with no rows (a checkpoint
+    with no usable answers, say). Used in notebooks 02, 03, 05 and 06.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise ValueError(f"df must be a results frame (a pandas DataFrame), got {type(df).__name__}")
+    missing = [c for c in ("checkpoint", "correct", column) if c not in df.columns]
+    if missing:
+        raise ValueError(f"df lacks columns {missing}")
+    names = ["n", "accuracy", "mean_confidence", "ece", "smooth_ece", "brier", "auroc", "overconfidence"]
+    out = pd.DataFrame({name: summary_metrics(g[column], g["correct"])
+                        for name, g in df.groupby("checkpoint", sort=False)}, index=names).T
+    out.index.name = "checkpoint"
+    return out if columns is None else out[list(columns)]
 
 
 # --------------------------------------------------------------------------- selective prediction

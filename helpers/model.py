@@ -1,6 +1,8 @@
-"""The tiny chat model: a character-level tokenizer and a GPT-2 built from a config.
+"""The tiny chat model: a character-level tokenizer and a GPT-2 built from the `world` settings.
 
-Used by every notebook through `load_checkpoint`; notebook 00 shows how it is made.
+Used by every notebook through `helpers.checkpoints.load_checkpoint`; notebook 00 shows how it is made.
+
+Layer 2: imports only config.
 """
 from __future__ import annotations
 
@@ -9,13 +11,13 @@ from pathlib import Path
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+from transformers import AutoModelForCausalLM, AutoTokenizer, GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 from transformers.utils import logging as hf_logging
 
 # from_pretrained draws a "Loading weights" bar for every checkpoint; notebooks load dozens.
 hf_logging.disable_progress_bar()
 
-from .config import Settings, settings
+from . import config
 
 PAD, BOS, EOS, UNK, USER, ASSISTANT = "<pad>", "<bos>", "<eos>", "<unk>", "<user>", "<assistant>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK, USER, ASSISTANT]
@@ -51,10 +53,10 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
-def build_model(tokenizer: PreTrainedTokenizerFast, s: Settings | None = None) -> GPT2LMHeadModel:
-    """A fresh GPT-2 of the configured (tiny) size, with no dropout."""
-    s = s or settings()
-    config = GPT2Config(
+def build_model(tokenizer: PreTrainedTokenizerFast) -> GPT2LMHeadModel:
+    """A fresh GPT-2 of the size the `world` settings give (n_layer, n_embd, n_head), with no dropout."""
+    s = config.world()
+    gpt2 = GPT2Config(
         vocab_size=len(tokenizer),
         n_positions=MAX_POSITIONS,
         n_embd=s.n_embd,
@@ -69,7 +71,7 @@ def build_model(tokenizer: PreTrainedTokenizerFast, s: Settings | None = None) -
         attn_implementation="eager",  # faster than SDPA for this tiny model on CPU (measured)
         activation_function=ACTIVATION,
     )
-    return GPT2LMHeadModel(config)
+    return GPT2LMHeadModel(gpt2)
 
 
 def n_parameters(model: torch.nn.Module) -> int:
@@ -86,34 +88,8 @@ def load_pretrained(path: Path | str) -> tuple[GPT2LMHeadModel, PreTrainedTokeni
     return model, tokenizer
 
 
-def list_checkpoints() -> list[str]:
-    """Names of the selected checkpoints, in training order (trains the world if needed)."""
-    from .training import get_checkpoints
-
-    return list(get_checkpoints().all)
-
-
-def load_checkpoint(name: str, revision: str | None = None):
-    """(model, tokenizer) of a checkpoint of this series (`step-01200`, `finetuned`, `rl`), or of any model.
-
-    A local folder or a Hugging Face model id is loaded with the Auto classes; `revision` picks an
-    intermediate checkpoint: a subfolder of a local folder (`run/step-1000`), or a branch or tag
-    of a hub repository (Pythia publishes `step143000`, OLMo `stage1-step...`). The series itself
-    never downloads anything; see the README's "Running on real checkpoints".
-    """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"checkpoint name must be a non-empty string, got {name!r}")
-    if revision is None and not ("/" in name or Path(name).is_dir()):
-        from .training import checkpoint_path
-
-        return load_pretrained(checkpoint_path(name))
-    return load_any(name, revision)
-
-
 def load_any(name_or_path: str, revision: str | None = None):
     """A causal LM and its tokenizer from a local folder (revision = subfolder) or a hub id (revision = git ref)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     path = Path(name_or_path)
     kwargs = {}
     if path.is_dir():

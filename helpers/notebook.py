@@ -1,23 +1,27 @@
-"""The setup cell every notebook starts with."""
+"""The setup cell every notebook starts with.
+
+Top layer: imports config and plots.
+"""
 from __future__ import annotations
 
 import platform
 from importlib import metadata
 
-from .config import SEED, Settings, fast_mode, set_seed, set_threads, settings
+from . import config
+from .plots import use_style
 
 _SHOWN = ("torch", "transformers", "peft", "numpy", "pandas", "scikit-learn", "relplot", "matplotlib")
 
 
-def setup(seed: int = SEED) -> Settings:
-    """Seed everything, set threads and the plot style, print versions and the mode; returns the sizes."""
-    from .plots import use_style
-
-    set_seed(seed)
-    threads = set_threads()
+def setup(seed: int = config.SEED) -> None:
+    """Seed everything, set threads and the plot style, print versions, the mode and any changed settings."""
+    config.set_seed(seed)
+    threads = config.set_threads()
     use_style()
     versions = ", ".join(f"{p} {metadata.version(p)}" for p in _SHOWN)
     print(f"python {platform.python_version()}, {versions}")
-    mode = "FAST (HELPERS_FAST=1: small sizes, for tests)" if fast_mode() else "full"
-    print(f"mode: {mode}; seed {seed}; {threads} torch threads")
-    return settings()
+    mode = "FAST (HELPERS_FAST=1: small sizes, for tests)" if config.fast_mode() else "full"
+    print(f"mode: {mode}; random seed {seed}; {threads} torch threads")
+    changed = config.overrides()
+    if changed:
+        print(f"settings changed from their defaults: {changed}")

@@ -5,8 +5,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 
-from helpers.metrics import expected_calibration_error, reliability_table
-from helpers.validation import confidence_and_correct
+from .metrics import expected_calibration_error, reliability_table
+from .validation import confidence_and_correct
 
 GAP_COLOR = "#d62728"  # red: the miscalibration the reader should look at
 

@@ -1,36 +1,22 @@
 """Post-training of a checkpoint: a short supervised fine-tune, then GRPO against the exact-answer verifier.
 
-Used by notebook 01 (seed 002's "fine-tuned model" and "RL model"). The GRPO loop is written out here
+Used by notebook 01 (its "fine-tuned model" and "RL model"). The GRPO step is written out here
 rather than taken from TRL: it is about forty lines, it keeps the dependency list short, and the
-notebook can show every step of the algorithm.
+notebook can show every step of the algorithm. Sizes come from `config.post_training()`.
+
+Layer 6: imports config, sums, artifacts, loop, checkpoints, decoding and training.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
-from . import sums
-from .artifacts import artifact_dir, load_or_build, register
-from .config import POST_TRAINING_KEYS, settings
+from . import artifacts, config, loop, sums
+from .artifacts import register
+from .checkpoints import POST_TRAINED, load_checkpoint, world
 from .decoding import MAX_NEW_TOKENS, answer_logprobs, encode_prompts, read_replies
 from .training import training_step_loss
-
-
-def fresh_questions(rng: np.random.Generator, n: int, family: str = "sum") -> pd.DataFrame:
-    """n distinct canonical questions that belong to no evaluation split."""
-    held = set(sums.held_out_ids().tolist())
-    a, b = rng.integers(0, sums.max_operand() + 1, size=(2, 4 * n))
-    if family == "sub":
-        a, b = np.maximum(a, b), np.minimum(a, b)
-    ids = sums.question_id(family, a, b)
-    _, first = np.unique(ids, return_index=True)
-    keep = np.sort(first[~np.isin(ids[first], list(held))])
-    keep = rng.permutation(keep)[:n]
-    if len(keep) < n:
-        raise ValueError(f"could not draw {n} fresh questions; ask for fewer")
-    return sums.make_questions(family, a[keep], b[keep])
 
 
 def supervised_finetune(model, tokenizer, questions: pd.DataFrame, epochs: int, lr: float, batch_size: int = 32,
@@ -44,18 +30,17 @@ def supervised_finetune(model, tokenizer, questions: pd.DataFrame, epochs: int, 
     pairs = [(q, sums.answer_text(f, int(t))) for q, f, t in zip(questions["question"], questions["family"], questions["target"])]
     rng = np.random.default_rng(seed)
     optim = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    model.train()
-    losses = []
-    for _ in tqdm(range(epochs), desc="supervised fine-tuning", disable=not progress, leave=False):
-        order = rng.permutation(len(pairs))
-        epoch = []
-        for start in range(0, len(pairs), batch_size):
-            optim.zero_grad(set_to_none=True)
-            epoch.append(training_step_loss(model, tokenizer, [pairs[i] for i in order[start:start + batch_size]], 1).item())
-            optim.step()
-        losses.append(float(np.mean(epoch)))
-    model.eval()
-    return losses
+    per_epoch = -(-len(pairs) // batch_size)
+
+    def batches():
+        for _ in range(epochs):
+            order = rng.permutation(len(pairs))
+            for start in range(0, len(pairs), batch_size):
+                yield [pairs[i] for i in order[start:start + batch_size]]
+
+    losses = loop.train(model, optim, batches(), lambda batch: training_step_loss(model, tokenizer, batch, 1),
+                        total=epochs * per_epoch, desc="supervised fine-tuning", progress=progress)
+    return [float(np.mean(losses[e * per_epoch:(e + 1) * per_epoch])) for e in range(epochs)]
 
 
 def group_advantages(rewards: torch.Tensor) -> torch.Tensor:
@@ -106,8 +91,12 @@ def grpo(model, tokenizer, questions: pd.DataFrame, steps: int = 40, prompts_per
     optim = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     eos = tokenizer.eos_token_id
     log = []
-    for step in tqdm(range(1, steps + 1), desc="GRPO", disable=not progress, leave=False):
-        batch = questions.iloc[rng.choice(len(questions), prompts_per_step, replace=False)]
+
+    def batches():
+        for _ in range(steps):
+            yield questions.iloc[rng.choice(len(questions), prompts_per_step, replace=False)]
+
+    def loss(batch: pd.DataFrame) -> torch.Tensor:
         enc = encode_prompts(tokenizer, batch["question"].tolist())
         model.eval()
         with torch.no_grad():
@@ -121,41 +110,32 @@ def grpo(model, tokenizer, questions: pd.DataFrame, steps: int = 40, prompts_per
         model.train()
         prompt_mask = enc["attention_mask"].repeat_interleave(group_size, dim=0)
         logp, mask = sequence_logprobs(model, seqs, prompt_mask, eos)
-        loss = -(adv * logp * mask).sum() / mask.sum()
-        optim.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optim.step()
-        log.append({"step": step, "reward": rewards.mean().item(),
+        log.append({"step": len(log) + 1, "reward": rewards.mean().item(),
                     "groups_with_signal": (rewards.std(dim=1) > 0).float().mean().item()})
-    model.eval()
+        return -(adv * logp * mask).sum() / mask.sum()
+
+    loop.train(model, optim, batches(), loss, clip_norm=1.0, total=steps, desc="GRPO", progress=progress)
     return pd.DataFrame(log)
 
 
-POST_TRAINED = ("finetuned", "rl")
-BASE_ACCURACY = 0.65  # the plate's fine-tuned model is right on about 70% of the hundred sums
-
-
 def base_checkpoint(log: pd.DataFrame, selected: list[str]) -> str:
-    """The selected checkpoint whose monitor accuracy is closest to BASE_ACCURACY (picked by accuracy)."""
+    """The selected checkpoint whose monitor accuracy is closest to `config.post_training().base_accuracy`."""
     acc = log.set_index("step")["accuracy"]
-    return min(selected, key=lambda name: abs(acc[int(name.split("-")[1])] - BASE_ACCURACY))
+    goal = config.post_training().base_accuracy
+    return min(selected, key=lambda name: abs(acc[int(name.split("-")[1])] - goal))
 
 
-@register("post_training", version="1", deps=lambda: [("selection", {})], settings_keys=POST_TRAINING_KEYS)
+@register("post_training", version="1")
 def _build_post_training(folder) -> dict:
     """Supervised fine-tuning of one checkpoint, then GRPO; both models are saved."""
-    from .model import load_checkpoint
-    from .training import world
-
-    s, w = settings(), world()
+    s, w = config.post_training(), world()
     base = base_checkpoint(w["log"], w["selected"])
     model, tokenizer = load_checkpoint(base)
-    sft_set = fresh_questions(np.random.default_rng(11), s.sft_questions)
+    sft_set = sums.fresh_questions(np.random.default_rng(s.sft_seed), s.sft_questions)
     sft_losses = supervised_finetune(model, tokenizer, sft_set, epochs=s.sft_epochs, lr=s.sft_lr)
     model.save_pretrained(folder / "finetuned")
     tokenizer.save_pretrained(folder / "finetuned")
-    pool = fresh_questions(np.random.default_rng(12), max(1000, s.grpo_prompts))
+    pool = sums.fresh_questions(np.random.default_rng(s.grpo_pool_seed), max(1000, s.grpo_prompts))
     grpo_log = grpo(model, tokenizer, pool, steps=s.grpo_steps, prompts_per_step=s.grpo_prompts,
                     group_size=s.grpo_group, lr=s.grpo_lr)
     model.save_pretrained(folder / "rl")
@@ -165,12 +145,11 @@ def _build_post_training(folder) -> dict:
 
 def post_training() -> dict:
     """The cached post-training run: base checkpoint name, SFT set and losses, GRPO log."""
-    return load_or_build("post_training")
+    return artifacts.load_or_build("post_training")
 
 
 def post_trained_path(name: str):
     """Folder of the fine-tuned or RL model."""
     if name not in POST_TRAINED:
         raise ValueError(f"unknown post-trained model {name!r}; choose one of {POST_TRAINED}")
-    post_training()
-    return artifact_dir("post_training") / name
+    return artifacts.folder("post_training") / name

@@ -9,18 +9,20 @@ The metric kernels are vectorized over a 2-D array with one resample per row, wh
 1,000 resamples of 5,000 questions take well under a second (see tests/benchmarks/bench_stats.py).
 
 Used by notebooks 04 (contrast sets), 05 (confidence adapters) and 06 (multi-checkpoint training).
+The default numbers of resamples come from `config.bootstrap()`.
+
+Layer 2: imports config, validation, metrics and contrast.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from helpers import metrics
-from helpers.validation import as_binary, as_probabilities
+from . import config, metrics
+from .contrast import contrast_rows
+from .validation import as_binary, as_probabilities
 
 METRICS = ("auc", "brier", "ece", "smooth_ece", "delta")
-DEFAULT_RESAMPLES = 1000
-DEFAULT_RESAMPLES_SMOOTH_ECE = 200  # SmoothECE is not vectorized: about 15 ms per call
 CHUNK_VALUES = 2_000_000  # values per chunk of resamples, to bound memory (~16 MB per float array)
 
 
@@ -108,13 +110,14 @@ def _two_d(conf, correct) -> tuple[np.ndarray, np.ndarray]:
 # --------------------------------------------------------------------------- resampling
 
 
-def resample_indices(strata=None, n: int = DEFAULT_RESAMPLES, seed: int = 0, size: int | None = None) -> np.ndarray:
+def resample_indices(strata=None, n: int | None = None, seed: int = 0, size: int | None = None) -> np.ndarray:
     """An (n, size) array of question indices drawn with replacement, within each stratum.
 
     `strata` gives each question's stratum (any hashable labels); every row then holds
     exactly as many draws from each stratum as the stratum has questions. With strata=None,
-    pass `size` and all questions form one stratum.
+    pass `size` and all questions form one stratum. `n` defaults to `config.bootstrap().n_resamples`.
     """
+    n = _resample_count("auc", n)
     if strata is None:
         if size is None or size < 1:
             raise ValueError("pass strata, or size (the number of questions) when there are no strata")
@@ -217,7 +220,8 @@ def _one_sided_interval(all_diffs: np.ndarray, difference: float, metric: str):
 
 def _resample_count(metric: str, n) -> int:
     if n is None:
-        return DEFAULT_RESAMPLES_SMOOTH_ECE if metric == "smooth_ece" else DEFAULT_RESAMPLES
+        b = config.bootstrap()
+        return b.n_resamples_smooth_ece if metric == "smooth_ece" else b.n_resamples
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n (the number of resamples) must be a positive integer, got {n!r}")
     return int(n)
@@ -357,8 +361,6 @@ def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt
     questions in both. ECE uses the later checkpoint's normalized confidences only, as in
     `contrast.pair_metrics`. Used by notebooks 04-06.
     """
-    from .contrast import contrast_rows
-
     a, b = _shared(contrast_rows(df_a, ckpt_i, ckpt_j), contrast_rows(df_b, ckpt_i, ckpt_j))
     if metric in ("ece", "smooth_ece"):
         a, b = a[a["checkpoint"] == ckpt_j], b[b["checkpoint"] == ckpt_j]

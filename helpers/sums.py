@@ -1,6 +1,9 @@
 """The sum world: questions in chat form, their phrasings, answers, splits and features.
 
-Used by every notebook; notebook 00 introduces it.
+Used by every notebook; notebook 00 introduces it. The sizes and the training mixture come from
+`config.splits()` and `config.world()`.
+
+Layer 1: imports only config.
 """
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from .config import DATA_DIR, SEED, Settings, settings
+from . import config
 
 # Question phrasings, with how often each appears in the LM's training stream. The first is
 # the canonical one used by every evaluation set; the others measure consistency (notebook 02).
@@ -18,24 +21,13 @@ QUESTION_TEMPLATES = {
     "sum": ["What is {a}+{b}?", "{a}+{b}=", "Add {a} and {b}.", "{a} plus {b}?"],
     "sub": ["What is {a}-{b}?", "{a}-{b}=", "Subtract {b} from {a}.", "{a} minus {b}?"],
 }
-QUESTION_WEIGHTS = [0.55, 0.15, 0.15, 0.15]
 # Answer surface forms: beams that say one number in different words must be grouped (notebook 02).
 ANSWER_TEMPLATES = {
     "sum": ["{c}", "It is {c}.", "The sum is {c}."],
     "sub": ["{c}", "It is {c}.", "The difference is {c}."],
 }
-ANSWER_WEIGHTS = [0.6, 0.25, 0.15]
 FAMILIES = ("sum", "sub")
 TRANSFER_FAMILY = "sub"  # learned by the checkpoints, never seen by confidence adapters
-TRANSFER_SHARE = 0.15  # share of subtraction questions in the LM's training stream
-# DESIGN §1's three-phase mixture (mostly small operands, then mostly large, then small again), plus
-# a final phase on the uniform mix while the learning rate anneals, as open models end pre-training
-# with an annealing phase: without it, large sums were under-trained at the end and the last
-# checkpoint's accuracy swung with float-level differences between runs.
-PHASES = ((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"), (0.8, "uniform"))
-PHASE_RANGES = {"small": (0.0, 0.5), "large": (0.5, 1.0), "uniform": (0.0, 1.0)}  # share of the operand range
-PHASE_MAJORITY = 0.95
-SPLIT_SEEDS = {"hundred": 100, "test": 101, "adapter_train": 102, "transfer_test": 103}
 _INT = re.compile(r"-?\d+")
 
 
@@ -132,8 +124,8 @@ def make_questions(family: str, a, b, template: int = 0) -> pd.DataFrame:
 
 
 def max_operand() -> int:
-    """Largest operand: 999 (three-digit sums), or 99 in fast mode."""
-    return settings().max_operand
+    """Largest operand: 999 (three-digit sums), or 99 in fast mode (`config.splits().max_operand`)."""
+    return config.splits().max_operand
 
 
 def is_small(a, b):
@@ -159,23 +151,26 @@ def _draw_pairs(rng: np.random.Generator, family: str, n: int) -> tuple[np.ndarr
     return a, b
 
 
-def split_sizes(s: Settings | None = None) -> dict[str, int]:
-    s = s or settings()
+def split_sizes() -> dict[str, int]:
+    """How many questions each evaluation split holds."""
+    s = config.splits()
     return {"hundred": 100, "test": s.n_test, "adapter_train": s.n_adapter_train, "transfer_test": s.n_transfer_test}
 
 
 def _held_out() -> dict[str, pd.DataFrame]:
-    return _draw_splits(settings())
+    # Read the settings here (recorded by the cache) and pass them to the memoized draw.
+    return _draw_splits(tuple(split_sizes().items()), config.splits().split_seeds, config.splits().seed, max_operand())
 
 
-@lru_cache(maxsize=2)
-def _draw_splits(s: Settings) -> dict[str, pd.DataFrame]:
+@lru_cache(maxsize=4)
+def _draw_splits(sizes: tuple, split_seeds: tuple, seed: int, top: int) -> dict[str, pd.DataFrame]:
     """Every evaluation split, drawn in a fixed order so that they are disjoint."""
     taken: set[int] = set()
     out = {}
-    for name, size in split_sizes(s).items():
+    seeds = dict(split_seeds)
+    for name, size in sizes:
         family = TRANSFER_FAMILY if name == "transfer_test" else "sum"
-        rng = np.random.default_rng([SEED, SPLIT_SEEDS[name]])
+        rng = np.random.default_rng([seed, seeds[name]])
         a, b = _draw_pairs(rng, family, size + len(taken))
         ids = question_id(family, a, b)
         keep = ~np.isin(ids, list(taken))
@@ -200,23 +195,24 @@ def held_out_ids() -> np.ndarray:
 
 def hundred_sums_csv() -> pd.DataFrame:
     """The committed hundred sums of notebook 01 (data/hundred_sums.csv)."""
-    return pd.read_csv(DATA_DIR / "hundred_sums.csv")
+    return pd.read_csv(config.DATA_DIR / "hundred_sums.csv")
 
 
 def phase_at(step: int, total_steps: int) -> str:
-    """Which operand range dominates training at `step` ("small", "large" or "uniform")."""
+    """Which operand range dominates training at `step` ("small", "large" or "uniform"; `config.world().phases`)."""
     frac = step / max(total_steps, 1)
-    return [name for start, name in PHASES if frac >= start][-1]
+    return [name for start, name in config.world().phases if frac >= start][-1]
 
 
 def _operands(rng: np.random.Generator, n: int, phase: str) -> tuple[np.ndarray, np.ndarray]:
     """Operands for one batch: 95% of pairs in the phase's range, the rest uniform."""
-    if phase not in PHASE_RANGES:
-        raise ValueError(f"unknown phase {phase!r}; choose one of {list(PHASE_RANGES)}")
+    ranges, w = config.phase_ranges(), config.world()
+    if phase not in ranges:
+        raise ValueError(f"unknown phase {phase!r}; choose one of {list(ranges)}")
     top = max_operand() + 1
     a, b = rng.integers(0, top, size=(2, n))
-    in_phase = rng.random(n) < PHASE_MAJORITY
-    low, high = (int(top * f) for f in PHASE_RANGES[phase])
+    in_phase = rng.random(n) < w.phase_majority
+    low, high = (int(top * f) for f in ranges[phase])
     a = np.where(in_phase, rng.integers(low, high, n), a)
     b = np.where(in_phase, rng.integers(low, high, n), b)
     return a, b
@@ -227,18 +223,35 @@ def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.nd
 
     Held-out questions are redrawn, so evaluation splits never appear in training.
     """
+    w = config.world()
+    question_weights, answer_weights = list(w.question_weights), list(w.answer_weights)
     out: list[tuple[str, str]] = []
     while len(out) < n:
         m = n - len(out)
         a, b = _operands(rng, m, phase)
-        is_sub = rng.random(m) < TRANSFER_SHARE
+        is_sub = rng.random(m) < w.transfer_share
         a, b = np.where(is_sub, np.maximum(a, b), a), np.where(is_sub, np.minimum(a, b), b)
         ids = np.where(is_sub, question_id("sub", a, b), question_id("sum", a, b))
         ok = ~np.isin(ids, held_out)
-        qt = rng.choice(len(QUESTION_WEIGHTS), size=m, p=QUESTION_WEIGHTS)
-        at = rng.choice(len(ANSWER_WEIGHTS), size=m, p=ANSWER_WEIGHTS)
+        qt = rng.choice(len(question_weights), size=m, p=question_weights)
+        at = rng.choice(len(answer_weights), size=m, p=answer_weights)
         for x, y, sub, q, f, keep in zip(a.tolist(), b.tolist(), is_sub, qt, at, ok):
             if keep:
                 fam = "sub" if sub else "sum"
                 out.append((question_text(fam, x, y, q), answer_text(fam, x - y if sub else x + y, f)))
     return out
+
+
+def fresh_questions(rng: np.random.Generator, n: int, family: str = "sum") -> pd.DataFrame:
+    """n distinct canonical questions that belong to no evaluation split."""
+    held = set(held_out_ids().tolist())
+    a, b = rng.integers(0, max_operand() + 1, size=(2, 4 * n))
+    if family == "sub":
+        a, b = np.maximum(a, b), np.minimum(a, b)
+    ids = question_id(family, a, b)
+    _, first = np.unique(ids, return_index=True)
+    keep = np.sort(first[~np.isin(ids[first], list(held))])
+    keep = rng.permutation(keep)[:n]
+    if len(keep) < n:
+        raise ValueError(f"could not draw {n} fresh questions; ask for fewer")
+    return make_questions(family, a[keep], b[keep])

@@ -3,11 +3,14 @@
 The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A shifting
 data mixture (small operands, then large, then small again, then the uniform mix while the learning rate
 anneals) makes knowledge both appear and disappear between checkpoints, like continued pre-training.
+Every size and the mixture come from `config.world()`. Which checkpoints were selected, and where they
+live, is `helpers.checkpoints` (re-exported here for the notebooks).
+
+Layer 5: imports config, sums, artifacts, model, loop, checkpoints and decoding.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,22 +18,12 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from . import sums
-from .artifacts import artifact_dir, load_or_build, register
-from .config import SEED, WORLD_KEYS, Settings, set_seed, set_threads, settings
+from . import artifacts, config, loop, sums
+from .artifacts import register
+from .checkpoints import (Checkpoints, checkpoint_path, get_checkpoints, saved_steps,  # noqa: F401 (re-exported)
+                          step_name, world)
 from .decoding import greedy
-from .model import build_model, build_tokenizer, chat_prompt
-
-
-FIRST_BELOW = 0.35  # the first selected checkpoint is the last save before monitor accuracy reaches this
-# Regressions required between neighbouring evaluation checkpoints, per 1,000 monitor questions. The
-# monitor is a fifth of the test set, where notebook 00 asks for 100 (20 per 1,000): 30 leaves room
-# for the sampling noise of the subset.
-MONITOR_MIN_REGRESSIONS = 30
-
-
-def step_name(step: int) -> str:
-    return f"step-{step:05d}"
+from .model import build_model, build_tokenizer, chat_prompt, load_pretrained
 
 
 def encode_training_pairs(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
@@ -71,8 +64,10 @@ def training_step_loss(model, tokenizer, pairs: list[tuple[str, str]], n_buckets
     return torch.tensor(total)
 
 
-def lr_factor(step: int, s: Settings) -> float:
-    """Learning-rate multiplier: linear warm-up, constant, then a cosine anneal from `lr_decay_start`."""
+def lr_factor(step: int, s) -> float:
+    """Learning-rate multiplier: linear warm-up, constant, then a cosine anneal from `lr_decay_start`.
+
+    `s` has train_steps, warmup_steps, lr_decay_start and min_lr_ratio (`config.world()`)."""
     warm = min(1.0, (step + 1) / s.warmup_steps)
     t = (step / s.train_steps - s.lr_decay_start) / max(1.0 - s.lr_decay_start, 1e-9)
     if t <= 0:
@@ -89,46 +84,49 @@ def _monitor(model, tokenizer, monitor: pd.DataFrame) -> dict[str, float]:
     return {"accuracy": correct.mean(), "accuracy_small": correct[small].mean(), "accuracy_rest": correct[~small].mean()}
 
 
-def train_run(folder: Path, s: Settings | None = None, seed: int = SEED) -> pd.DataFrame:
-    """Train from scratch, saving a checkpoint every `save_every` steps; returns the log."""
-    s = s or settings()
-    set_seed(seed)
-    set_threads()
+def train_run(folder: Path, seed: int | None = None) -> pd.DataFrame:
+    """Train from scratch (sizes from `config.world()`), saving a checkpoint every `save_every` steps; returns the log."""
+    s = config.world()
+    seed = s.seed if seed is None else seed
+    config.set_seed(seed)
+    config.set_threads()
     tokenizer = build_tokenizer()
-    model = build_model(tokenizer, s)
-    model.train()
+    model = build_model(tokenizer)
     optim = torch.optim.AdamW(model.parameters(), lr=s.lr, weight_decay=s.weight_decay, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda step: lr_factor(step, s))
     rng = np.random.default_rng([seed, 7])
     held_out = sums.held_out_ids()
     monitor = sums.split("test").iloc[: s.n_monitor]
-    log, losses = [], []
-    bar = tqdm(range(1, s.train_steps + 1), desc="training", mininterval=2)
-    for step in bar:
-        phase = sums.phase_at(step - 1, s.train_steps)
-        optim.zero_grad(set_to_none=True)
-        loss = training_step_loss(model, tokenizer, sums.training_batch(rng, s.batch_size, phase, held_out))
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optim.step()
-        sched.step()
-        losses.append(loss.item())
+    log, window = [], []
+
+    def batches():
+        for step in range(1, s.train_steps + 1):
+            yield sums.training_batch(rng, s.batch_size, sums.phase_at(step - 1, s.train_steps), held_out)
+
+    def after_step(step: int, loss: float) -> None:
+        window.append(loss)
         if step % s.save_every == 0:
             model.save_pretrained(folder / "checkpoints" / step_name(step))
             tokenizer.save_pretrained(folder / "checkpoints" / step_name(step))
-            row = {"step": step, "phase": phase, "loss": float(np.mean(losses)), **_monitor(model, tokenizer, monitor)}
-            log.append(row)
-            losses = []
-            bar.set_postfix(loss=f"{row['loss']:.3f}", acc=f"{row['accuracy']:.2f}")
+            log.append({"step": step, "phase": sums.phase_at(step - 1, s.train_steps), "loss": float(np.mean(window)),
+                        **_monitor(model, tokenizer, monitor)})
+            window.clear()
+
+    loop.train(model, optim, batches(), lambda pairs: training_step_loss(model, tokenizer, pairs), scheduler=sched,
+               clip_norm=1.0, after_step=after_step, total=s.train_steps, desc="training")
     return pd.DataFrame(log)
 
 
-def first_save(log: pd.DataFrame, first_below: float = FIRST_BELOW) -> int:
-    """Index of the last save before monitor accuracy first reaches `first_below` (0 if it starts there)."""
+def first_save(log: pd.DataFrame, first_below: float | None = None) -> int:
+    """Index of the last save before monitor accuracy first reaches `first_below` (0 if it starts there).
+
+    `first_below` defaults to `config.world().first_below`."""
+    first_below = config.world().first_below if first_below is None else first_below
     reached = np.flatnonzero(log["accuracy"].to_numpy() >= first_below)
     return max(int(reached[0]) - 1, 0) if reached.size else 0
 
 
-def select_checkpoints(log: pd.DataFrame, n: int, first_below: float = FIRST_BELOW, changes=None) -> list[int]:
+def select_checkpoints(log: pd.DataFrame, n: int, first_below: float | None = None, changes=None) -> list[int]:
     """Pick `n` saved steps by what the model knows, not by step number.
 
     The first pick is the last save before accuracy first reaches `first_below` (so the series starts
@@ -199,53 +197,18 @@ def monitor_flips(correct: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], (correct[1:] != correct[:-1]).sum(axis=1)])
 
 
-@dataclass(frozen=True)
-class Checkpoints:
-    """The selected checkpoints: the earlier ones train non-oracle methods, the later ones evaluate."""
-
-    all: tuple[str, ...]
-    training: tuple[str, ...]
-    evaluation: tuple[str, ...]
-
-    def validate(self, names=None) -> list[str]:
-        """`names` (default: all) checked against the selected checkpoints."""
-        if names is None:
-            return list(self.all)
-        if isinstance(names, str):
-            names = [names]
-        unknown = [n for n in names if n not in self.all]
-        if unknown:
-            raise ValueError(f"unknown checkpoint(s) {unknown}; available: {list(self.all)}")
-        if not names:
-            raise ValueError(f"no checkpoints given; choose from {list(self.all)}")
-        return list(names)
-
-    def index(self, name: str) -> int:
-        return self.all.index(self.validate([name])[0])
-
-
-def _stream_config() -> dict:
-    """The training stream's constants: changing any of them must retrain the world."""
-    return {"phases": sums.PHASES, "phase_ranges": sums.PHASE_RANGES, "phase_majority": sums.PHASE_MAJORITY,
-            "transfer_share": sums.TRANSFER_SHARE, "question_weights": sums.QUESTION_WEIGHTS,
-            "answer_weights": sums.ANSWER_WEIGHTS}
-
-
-@register("world", version="1", settings_keys=WORLD_KEYS, config=_stream_config)
+@register("world", version="1")
 def _build_world(folder: Path) -> dict:
     """Train the model and save every checkpoint (the `selection` artifact picks the ones used)."""
-    return {"log": train_run(folder, settings())}
+    return {"log": train_run(folder)}
 
 
-@register("selection", version="1", deps=lambda: [("world", {})], settings_keys=WORLD_KEYS,
-          config=lambda: {"first_below": FIRST_BELOW, "monitor_min_regressions": MONITOR_MIN_REGRESSIONS})
+@register("selection", version="1")
 def _build_selection(folder: Path) -> dict:
     """Score every save on the monitor questions, then pick the checkpoints the series uses."""
-    from .model import load_pretrained
-
-    s, log = settings(), load_or_build("world")["log"]
+    s, log = config.world(), artifacts.load_or_build("world")["log"]
     monitor = sums.split("test").iloc[: s.n_monitor]
-    saves = artifact_dir("world") / "checkpoints"
+    saves = artifacts.folder("world") / "checkpoints"
     correct = []
     for step in tqdm(log["step"], desc="scoring saves", mininterval=2):
         model, tokenizer = load_pretrained(saves / step_name(int(step)))
@@ -256,45 +219,10 @@ def _build_selection(folder: Path) -> dict:
     # Training checkpoints: spread along the knowledge change between the start and the first of those.
     start = first_save(log)
     n_eval = s.n_checkpoints - s.n_training_checkpoints
-    min_lost = math.ceil(MONITOR_MIN_REGRESSIONS * s.n_monitor / 1000)
+    min_lost = math.ceil(s.monitor_min_regressions * s.n_monitor / 1000)
     evaluation = evaluation_picks(correct, n_eval, min_lost, earliest=start + s.n_training_checkpoints)
     early = log.iloc[start : evaluation[0]]
     training = select_checkpoints(early, s.n_training_checkpoints, first_below=0.0, changes=changes[start : evaluation[0]])
     steps = training + [int(log["step"].iloc[i]) for i in evaluation]
     return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
             "changes": pd.Series(changes, index=log["step"], name="monitor answers flipped since the previous save")}
-
-
-def world() -> dict:
-    """The cached training run: its log, the selected checkpoint names and the per-save flips (builds if needed)."""
-    run, selection = load_or_build("world"), load_or_build("selection")
-    return {"log": run["log"], **selection}
-
-
-def get_checkpoints() -> Checkpoints:
-    """The selected checkpoints, split into training and evaluation ones."""
-    w = world()
-    names = tuple(w["selected"])
-    return Checkpoints(all=names, training=names[: w["n_training"]], evaluation=names[w["n_training"] :])
-
-
-def saved_steps() -> list[str]:
-    """Every checkpoint the run saved, selected or not."""
-    load_or_build("world")
-    return sorted(p.name for p in (artifact_dir("world") / "checkpoints").iterdir())
-
-
-def checkpoint_path(name: str) -> Path:
-    """Folder of a saved checkpoint (model and tokenizer), ready for `from_pretrained`.
-
-    Besides the run's steps, "finetuned" and "rl" name the post-trained models of notebook 01.
-    """
-    from .rl import POST_TRAINED, post_trained_path
-
-    if name in POST_TRAINED:
-        return post_trained_path(name)
-    saved = saved_steps()
-    if name not in saved:
-        raise ValueError(f"unknown checkpoint {name!r}; available: {get_checkpoints().all} (selected), "
-                         f"any saved step {saved[0]}..{saved[-1]}, or {POST_TRAINED}")
-    return artifact_dir("world") / "checkpoints" / name

@@ -20,7 +20,7 @@ def world():
 @pytest.fixture(scope="session")
 def checkpoint(world):
     """(name, model, tokenizer) of the last selected fast-mode checkpoint."""
-    from helpers.model import load_checkpoint
+    from helpers.checkpoints import load_checkpoint
 
     name = world["selected"][-1]
     model, tok = load_checkpoint(name)
@@ -46,6 +46,6 @@ def _threads():
 @pytest.fixture(scope="session")
 def ck(world):
     """The fast-mode checkpoints (training and evaluation)."""
-    from helpers.training import get_checkpoints
+    from helpers.checkpoints import get_checkpoints
 
     return get_checkpoints()

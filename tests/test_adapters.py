@@ -1,4 +1,4 @@
-"""Confidence adapters (helpers/confidence/adapters.py), in fast mode."""
+"""Confidence adapters (helpers/confidence/adapters.py and readout.py, LoRA from helpers/lora.py), in fast mode."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import sums
+from helpers import config, lora, sums
+from helpers.checkpoints import load_checkpoint
 from helpers.confidence import adapters as A
-from helpers.model import load_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def _randomize_lora(model, seed: int = 0) -> None:
 
 def test_confidence_is_softmax_over_yes_no_logits(ck):
     model, tok = load_checkpoint(ck.evaluation[-1])
-    model = A.lora_model(model)
+    model = lora.wrap(model, A.adapter_lora_config())
     _randomize_lora(model)
     questions = ["What is 3+4?", "What is 12+85?", "What is 7+0?"]
     answers = ["7", "It is 97.", ""]  # different lengths: the batch is padded
@@ -56,7 +56,7 @@ def test_confidence_is_softmax_over_yes_no_logits(ck):
 def test_prompt_reads_the_existing_head_and_adds_no_parameters(ck):
     model, _ = load_checkpoint(ck.evaluation[-1])
     n_base = sum(p.numel() for p in model.parameters())
-    wrapped = A.lora_model(model)
+    wrapped = lora.wrap(model, A.adapter_lora_config())
     trainable = [name for name, p in wrapped.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in name for name in trainable)
     assert sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" not in name) == n_base
@@ -69,10 +69,10 @@ def test_moving_an_adapter_keeps_the_target_base_weights(ck):
     moved, tok = A.apply_adapter(adapter, target)
     home, _ = A.apply_adapter(adapter, source)
     plain_target, _ = load_checkpoint(target)
-    assert A.base_weights_hash(moved) == A.base_weights_hash(plain_target)
-    assert A.base_weights_hash(moved) != A.base_weights_hash(home)
-    lora = {k: v for k, v in moved.state_dict().items() if "lora_" in k}
-    assert lora and all(torch.equal(v, home.state_dict()[k]) for k, v in lora.items())  # the same LoRA weights
+    assert lora.base_weights_hash(moved) == lora.base_weights_hash(plain_target)
+    assert lora.base_weights_hash(moved) != lora.base_weights_hash(home)
+    weights = {k: v for k, v in moved.state_dict().items() if "lora_" in k}
+    assert weights and all(torch.equal(v, home.state_dict()[k]) for k, v in weights.items())  # the same LoRA weights
     questions = sums.split("test").iloc[:50]
     answers = [sums.answer_text("sum", int(t)) for t in questions["target"]]
     on_target = A.adapter_confidence(moved, tok, questions["question"], answers)
@@ -82,12 +82,12 @@ def test_moving_an_adapter_keeps_the_target_base_weights(ck):
 
 def test_training_changes_only_the_lora_weights(pair):
     model, tok = load_checkpoint(pair[0])
-    before = A.base_weights_hash(model)
+    before = lora.base_weights_hash(model)
     examples = _small(A.adapter_examples(pair[:1]))
     trained, log = A.fit_adapter(model, tok, examples, seed=0)
-    assert A.base_weights_hash(trained) == before
+    assert lora.base_weights_hash(trained) == before
     assert any(p.abs().sum() > 0 for name, p in trained.named_parameters() if "lora_B" in name)
-    assert log["n_examples"] == len(examples) and len(log["loss_per_epoch"]) == A.adapter_settings().epochs
+    assert log["n_examples"] == len(examples) and len(log["loss_per_epoch"]) == config.adapters().epochs
 
 
 def test_oracle_training_data_comes_only_from_adapter_train(ck):
@@ -122,24 +122,24 @@ def test_determinism_with_a_fixed_seed(pair):
 
 def test_multi_checkpoint_batches_run_through_their_own_weights(pair, monkeypatch):
     examples = _small(A.adapter_examples(pair))
-    hashes = {name: A.base_weights_hash(load_checkpoint(name)[0]) for name in pair}
+    hashes = {name: lora.base_weights_hash(load_checkpoint(name)[0]) for name in pair}
     seen = []
     original = A._batch_loss
 
     def recording(model, tokenizer, batch, temperature):
-        seen.append((set(batch["checkpoint"]), A.base_weights_hash(model)))
+        seen.append((set(batch["checkpoint"]), lora.base_weights_hash(model)))
         return original(model, tokenizer, batch, temperature)
 
     monkeypatch.setattr(A, "_batch_loss", recording)
     model, tok = load_checkpoint(pair[0])
-    bases = {name: A.base_state(load_checkpoint(name)[0]) for name in pair}
+    bases = {name: lora.base_state(load_checkpoint(name)[0]) for name in pair}
     trained, log = A.fit_adapter(model, tok, examples, bases=bases, seed=0)
     assert len(seen) == log["n_batches"]
     for names, weights in seen:
         assert len(names) == 1  # one checkpoint per batch ...
         assert weights == hashes[names.pop()]  # ... through that checkpoint's weights
     assert {w for _, w in seen} == set(hashes.values())
-    assert A.base_weights_hash(trained) == hashes[pair[0]]  # its own weights are back at the end
+    assert lora.base_weights_hash(trained) == hashes[pair[0]]  # its own weights are back at the end
 
 
 def test_single_checkpoint_ablation_gets_as_many_examples_as_multi(pair):

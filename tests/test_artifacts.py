@@ -1,45 +1,119 @@
+"""The cache: builds once, records what a build read, rebuilds exactly what a change touches, never
+serves a damaged or partial entry, and lets two processes share an entry."""
 import json
+import subprocess
+import sys
+import textwrap
 
 import pandas as pd
 import pytest
 
-from helpers import artifacts
+from helpers import artifacts, config
 
 
 @pytest.fixture
-def counting_artifact():
+def toy(tmp_cache):
+    """Two toy artifacts: `_toy_base` reads two settings, `_toy_top` reads one and loads the base."""
     calls = []
 
-    @artifacts.register("_test_counter")
-    def _build(folder, size=3):
-        calls.append(size)
+    @artifacts.register("_toy_base")
+    def _base(folder, size=3):
+        calls.append(("base", size))
         (folder / "extra.txt").write_text("hello")
-        return pd.DataFrame({"x": range(size)})
+        n = config.self_consistency().num_beams + config.splits().n_test * 0
+        return pd.DataFrame({"x": range(size + n)})
+
+    @artifacts.register("_toy_top")
+    def _top(folder):
+        calls.append(("top",))
+        base = artifacts.load_or_build("_toy_base", size=2)
+        return {"rows": len(base), "lr": config.adapters().lr}
 
     yield calls
-    artifacts.REGISTRY.pop("_test_counter", None)
+    config.reset()
+    for name in ("_toy_base", "_toy_top"):
+        artifacts.REGISTRY.pop(name, None)
 
 
-def test_load_or_build_builds_once(tmp_cache, counting_artifact):
-    a = artifacts.load_or_build("_test_counter", size=3)
-    b = artifacts.load_or_build("_test_counter", size=3)
+def _entry(name, **params):
+    found, _ = artifacts._valid_entry(name, params)
+    return found
+
+
+def test_load_or_build_builds_once(toy):
+    a = artifacts.load_or_build("_toy_base", size=3)
+    b = artifacts.load_or_build("_toy_base", size=3)
     pd.testing.assert_frame_equal(a, b)
-    assert counting_artifact == [3]
-    artifacts.load_or_build("_test_counter", size=4)  # other parameters: another entry
-    assert counting_artifact == [3, 4]
-    manifest = json.loads((artifacts.artifact_dir("_test_counter", size=3) / artifacts.MANIFEST).read_text())
+    assert toy == [("base", 3)]
+    artifacts.load_or_build("_toy_base", size=4)  # other parameters: another entry
+    assert toy == [("base", 3), ("base", 4)]
+    manifest = artifacts.manifest("_toy_base", size=3)
     assert manifest["versions"]["torch"] and "extra.txt" in manifest["files"]
+    assert manifest["reads"] == {"self_consistency.num_beams": config.self_consistency().num_beams,
+                                 "splits.n_test": config.splits().n_test}
+
+
+def test_manifest_records_nested_loads(toy):
+    assert artifacts.load_or_build("_toy_top")["rows"] == 2 + config.self_consistency().num_beams
+    deps = artifacts.manifest("_toy_top")["deps"]
+    assert [(d["name"], d["params"]) for d in deps] == [("_toy_base", {"size": 2})]
+    assert deps[0]["id"] == _entry("_toy_base", size=2).name
+
+
+def test_a_changed_setting_rebuilds_exactly_what_read_it(toy):
+    artifacts.load_or_build("_toy_top")
+    toy.clear()
+    with config.override("adapters", lr=1e-4):  # read by the top only
+        assert artifacts.why_invalid("_toy_base", size=2) is None
+        assert "adapters.lr" in artifacts.why_invalid("_toy_top")
+        assert artifacts.load_or_build("_toy_top")["lr"] == 1e-4
+    assert toy == [("top",)]
+    toy.clear()
+    with config.override("self_consistency", num_beams=3):  # read by the base: both rebuild
+        assert "num_beams" in artifacts.why_invalid("_toy_base", size=2)
+        assert artifacts.why_invalid("_toy_top") is not None
+        problems = [artifacts._entry_problem(e) for e in artifacts._entries("_toy_top", {})]
+        assert None not in problems and any("it was built from _toy_base" in p for p in problems)
+        assert artifacts.load_or_build("_toy_top")["rows"] == 5
+    assert toy == [("top",), ("base", 2)]
+    toy.clear()
+    with config.override("verbalized", epochs=9):  # read by neither
+        artifacts.load_or_build("_toy_top")
+    assert toy == []
+
+
+def test_configurations_live_side_by_side(toy):
+    artifacts.load_or_build("_toy_top")
+    with config.override("self_consistency", num_beams=3):
+        artifacts.load_or_build("_toy_top")
+    toy.clear()
+    assert artifacts.load_or_build("_toy_top")["rows"] == 2 + config.self_consistency().num_beams  # back: no rebuild
+    with config.override("self_consistency", num_beams=3):
+        assert artifacts.load_or_build("_toy_top")["rows"] == 5
+    assert toy == []
+    assert len(list((config.cache_dir() / "_toy_base" / "size=2").glob("[0-9a-f]*"))) == 2
+
+
+def test_a_change_in_a_running_process_is_seen_at_once(toy):
+    """The in-kernel case: no restart, no cleared memo; the next load sees the new value."""
+    first = artifacts.load_or_build("_toy_base", size=1)
+    config.override("self_consistency", num_beams=1)  # for the session, as a notebook cell would
+    try:
+        assert len(artifacts.load_or_build("_toy_base", size=1)) == 2 != len(first)
+    finally:
+        config.reset()
+    assert len(artifacts.load_or_build("_toy_base", size=1)) == len(first)
 
 
 @pytest.mark.parametrize(
     "damage",
-    ["corrupt_manifest", "delete_manifest", "truncate_result", "change_hash", "delete_file", "change_versions"],
+    ["corrupt_manifest", "delete_manifest", "truncate_result", "change_read", "delete_file", "change_versions"],
 )
-def test_damaged_entries_are_rebuilt(tmp_cache, counting_artifact, damage):
-    artifacts.load_or_build("_test_counter")
-    folder = artifacts.artifact_dir("_test_counter")
+def test_damaged_entries_are_rebuilt(toy, damage):
+    artifacts.load_or_build("_toy_base")
+    folder = _entry("_toy_base")
     manifest = folder / artifacts.MANIFEST
-    artifacts._VERIFIED.clear()  # as in a fresh process
+    artifacts.forget()  # as in a fresh process
     if damage == "corrupt_manifest":
         manifest.write_text("{not json")
     elif damage == "delete_manifest":
@@ -50,15 +124,21 @@ def test_damaged_entries_are_rebuilt(tmp_cache, counting_artifact, damage):
         (folder / "extra.txt").unlink()
     else:
         m = json.loads(manifest.read_text())
-        if damage == "change_hash":
-            m["config_hash"] = "0" * 16
+        if damage == "change_read":
+            m["reads"]["splits.n_test"] = -1
         else:
             m["versions"]["torch"] = "0.0"
         manifest.write_text(json.dumps(m))
-    assert artifacts.why_invalid("_test_counter") is not None
-    df = artifacts.load_or_build("_test_counter")
-    assert counting_artifact == [3, 3] and len(df) == 3
-    assert artifacts.why_invalid("_test_counter") is None
+    assert artifacts.why_invalid("_toy_base") is not None
+    df = artifacts.load_or_build("_toy_base")
+    assert toy == [("base", 3), ("base", 3)] and len(df) == 3 + config.self_consistency().num_beams
+    assert artifacts.why_invalid("_toy_base") is None
+
+
+def test_a_new_builder_version_rebuilds(toy):
+    artifacts.load_or_build("_toy_base")
+    artifacts.REGISTRY["_toy_base"].version = "2"
+    assert "version" in artifacts.why_invalid("_toy_base")
 
 
 def test_failed_build_leaves_no_entry(tmp_cache):
@@ -70,50 +150,54 @@ def test_failed_build_leaves_no_entry(tmp_cache):
     try:
         with pytest.raises(RuntimeError):
             artifacts.load_or_build("_test_failing")
-        folder = artifacts.artifact_dir("_test_failing")
-        assert not folder.exists()
-        assert not list(folder.parent.glob(".tmp-*"))
+        where = config.cache_dir() / "_test_failing" / "default"
+        assert not [p for p in where.iterdir() if p.name != ".lock"]
+        assert artifacts.why_invalid("_test_failing") == "not built yet"
     finally:
         artifacts.REGISTRY.pop("_test_failing", None)
 
 
-def test_unknown_artifact_raises():
-    with pytest.raises(ValueError, match="known artifacts"):
-        artifacts.load_or_build("no-such-thing")
+_TWO_PROCESSES = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from helpers import artifacts
+
+    log = Path(sys.argv[1])
+
+    @artifacts.register("_slow")
+    def _build(folder):
+        with open(log, "a") as f:
+            f.write("built\\n")
+        (folder / "half.bin").write_bytes(b"x")
+        time.sleep(3)  # the other process arrives while this one writes
+        return {"value": 42}
+
+    print(artifacts.load_or_build("_slow")["value"])
+""")
 
 
-def test_nested_builds_are_counted_once_in_own_seconds(tmp_cache):
-    import time
-
-    @artifacts.register("_test_inner")
-    def _inner(folder):
-        time.sleep(0.3)
-        return 1
-
-    @artifacts.register("_test_outer")
-    def _outer(folder):
-        time.sleep(0.1)
-        return artifacts.load_or_build("_test_inner") + 1
-
-    try:
-        assert artifacts.load_or_build("_test_outer") == 2
-        read = lambda n: json.loads((artifacts.artifact_dir(n) / artifacts.MANIFEST).read_text())
-        inner, outer = read("_test_inner"), read("_test_outer")
-        assert inner["own_seconds"] == pytest.approx(inner["seconds"], abs=0.02) and inner["seconds"] >= 0.3
-        assert outer["seconds"] >= 0.4  # includes the inner build
-        assert outer["own_seconds"] == pytest.approx(outer["seconds"] - inner["seconds"], abs=0.05)
-        assert 0.1 <= outer["own_seconds"] < 0.3
-        assert artifacts._NESTED_SECONDS == []
-    finally:
-        artifacts.REGISTRY.pop("_test_inner", None)
-        artifacts.REGISTRY.pop("_test_outer", None)
+@pytest.mark.slow
+def test_two_processes_share_one_build(tmp_cache, tmp_path):
+    script = tmp_path / "build.py"
+    script.write_text(_TWO_PROCESSES)
+    log = tmp_path / "builds.txt"
+    procs = [subprocess.Popen([sys.executable, str(script), str(log)], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [p.communicate(timeout=300)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert outputs == ["42", "42"]
+    assert log.read_text().splitlines() == ["built"]  # the second process waited and used the first's entry
+    entries = [p for p in (tmp_cache / "fast" / "_slow" / "default").iterdir() if not p.name.startswith(".")]
+    assert len(entries) == 1 and not list(entries[0].parent.glob(".tmp-*"))
 
 
-def test_world_hash_follows_the_data_mixture(monkeypatch):
-    from helpers import sums, training  # noqa: F401  (registers the world)
-
-    before = artifacts.config_hash("world")
-    selection = artifacts.config_hash("selection")
-    monkeypatch.setattr(sums, "PHASES", ((0.0, "uniform"),))
-    assert artifacts.config_hash("world") != before
-    assert artifacts.config_hash("selection") != selection  # downstream entries follow
+def test_unknown_settings_and_bad_values_are_refused():
+    with pytest.raises(ValueError, match="no setting 'beams'"):
+        config.override("self_consistency", beams=5)
+    with pytest.raises(ValueError, match="unknown settings group"):
+        config.override("beams", num_beams=5)
+    with pytest.raises(ValueError, match="must be a int"):
+        config.override("self_consistency", num_beams=2.5)
+    with pytest.raises(AttributeError, match="read-only"):
+        config.adapters().lr = 1.0
+    assert config.overrides() == {}

@@ -1,11 +1,14 @@
 """Difficulty, checkpoint-index and GCM baselines (helpers/confidence/baselines.py), in fast mode."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import artifacts, sums
+from helpers import artifacts, config, lora, sums
+from helpers.checkpoints import load_checkpoint
 from helpers.confidence import adapters as A
 from helpers.confidence import baselines as B
 
@@ -38,43 +41,41 @@ def test_checkpoint_index_baseline_sees_the_index_and_difficulty_does_not(ck):
     assert first != last
 
 
-def test_gcm_never_loads_an_evaluated_checkpoint(ck, monkeypatch):
+def test_gcm_never_loads_an_evaluated_checkpoint(ck, monkeypatch, tmp_path):
     import helpers.model as model_module
     from helpers.decoding import greedy_results
 
     greedy_results("test", list(ck.evaluation))  # the answers being judged (decoding, not the GCM)
     greedy_results("adapter_train", list(ck.training))  # the histories it learns from
-    loaded_names, loaded_paths = [], []
-    load_checkpoint, load_pretrained = model_module.load_checkpoint, model_module.load_pretrained
+    B.verifier()  # the verifier's own run, from scratch (it loads no model)
+    loaded, original = [], model_module.GPT2LMHeadModel
 
-    def recording_checkpoint(name):
-        loaded_names.append(name)
-        return load_checkpoint(name)
+    class Recording(original):
+        """Every model the series loads goes through helpers.model.load_pretrained, hence through here."""
 
-    def recording_pretrained(path):
-        loaded_paths.append(str(path))
-        return load_pretrained(path)
+        @classmethod
+        def from_pretrained(cls, path, *args, **kwargs):
+            loaded.append(Path(path))
+            return original.from_pretrained(path, *args, **kwargs)
 
-    monkeypatch.setattr(model_module, "load_checkpoint", recording_checkpoint)
-    monkeypatch.setattr(model_module, "load_pretrained", recording_pretrained)
-    artifacts.build("gcm", seed=0)  # rebuilt even if cached, so the whole path runs
+    monkeypatch.setattr(model_module, "GPT2LMHeadModel", Recording)
+    # The builders themselves, into a scratch folder: the whole path runs, whatever the cache holds.
+    artifacts.REGISTRY["gcm"].build(tmp_path, seed=0)
     for name in ck.evaluation:
-        artifacts.build("gcm_results", checkpoint=name, split="test", seed=0)
+        artifacts.REGISTRY["gcm_results"].build(tmp_path, checkpoint=name, split="test", seed=0)
     frame = B.gcm_results("test")
-    assert not set(loaded_names) & set(ck.evaluation)
-    assert loaded_paths and all("gcm_verifier" in p for p in loaded_paths)
+    assert loaded and all("gcm_verifier" in path.parts for path in loaded)
+    assert not {path.name for path in loaded} & set(ck.evaluation)
     assert list(frame.columns) == A.COLUMNS and set(frame["checkpoint"]) == set(ck.evaluation)
     assert frame["confidence"].between(0, 1).all()
 
 
 def test_gcm_verifier_is_its_own_model_trained_on_training_histories(ck):
-    from helpers.model import load_checkpoint
-
     run = B.verifier()
-    assert run["steps"] <= B.gcm_settings().max_steps and 0 <= run["test_accuracy"] <= 1
-    assert run["reached_target"] == (run["accuracy"] >= B.gcm_settings().target_accuracy)
+    assert run["steps"] <= config.gcm().max_steps and 0 <= run["test_accuracy"] <= 1
+    assert run["reached_target"] == (run["accuracy"] >= config.gcm().target_accuracy)
     model, _ = B.load_verifier()
-    assert A.base_weights_hash(model) not in {A.base_weights_hash(load_checkpoint(c)[0]) for c in ck.all}
+    assert lora.base_weights_hash(model) not in {lora.base_weights_hash(load_checkpoint(c)[0]) for c in ck.all}
     gcm = B.train_gcm()
     assert set(gcm.examples["checkpoint"]) == set(ck.training)
     assert set(gcm.examples["question_id"]) <= set(sums.split("adapter_train")["question_id"])

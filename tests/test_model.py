@@ -86,17 +86,17 @@ def test_empty_and_malformed_question_lists_raise(checkpoint):
 
 
 def test_unknown_checkpoint_lists_the_available_names(world):
-    from helpers.model import load_checkpoint
+    from helpers.checkpoints import load_checkpoint
 
     with pytest.raises(ValueError, match=world["selected"][0]):
         load_checkpoint("step-99999")
 
 
 def test_training_log_and_selection(world):
-    from helpers.config import settings
-    from helpers.training import get_checkpoints
+    from helpers import config
+    from helpers.checkpoints import get_checkpoints
 
-    log, s = world["log"], settings()
+    log, s = world["log"], config.world()
     assert len(log) == s.train_steps // s.save_every
     assert {"step", "loss", "accuracy", "accuracy_small", "phase"} <= set(log.columns)
     assert log["loss"].iloc[-1] < log["loss"].iloc[0]  # it learns something even in fast mode
@@ -108,6 +108,8 @@ def test_training_log_and_selection(world):
 
 def test_real_checkpoint_path_with_revisions(tmp_path):
     """`load_checkpoint` also loads any saved model, with a revision picking an intermediate checkpoint."""
+    from helpers.checkpoints import load_checkpoint
+
     tok = M.build_tokenizer()
     saved = {}
     for revision, seed in [("step-1", 1), ("step-2", 2)]:
@@ -117,25 +119,25 @@ def test_real_checkpoint_path_with_revisions(tmp_path):
         tok.save_pretrained(tmp_path / "run" / revision)
         saved[revision] = model.state_dict()
     for revision in saved:
-        loaded, tok2 = M.load_checkpoint(str(tmp_path / "run"), revision=revision)
+        loaded, tok2 = load_checkpoint(str(tmp_path / "run"), revision=revision)
         state = loaded.state_dict()
         assert all(torch.equal(state[k], v) for k, v in saved[revision].items())
         assert tok2.padding_side == "left"
         res = decoding.greedy(loaded, tok2, sums.split("test").iloc[:4], progress=False)
         assert len(res) == 4  # the series' decoding runs on it unchanged
     with pytest.raises(ValueError, match="step-1"):
-        M.load_checkpoint(str(tmp_path / "run"), revision="step-3")
+        load_checkpoint(str(tmp_path / "run"), revision="step-3")
     with pytest.raises(ValueError, match="non-empty"):
-        M.load_checkpoint("")
+        load_checkpoint("")
 
 
 def test_learning_rate_warms_up_holds_then_anneals():
     import dataclasses
 
-    from helpers.config import FULL
+    from helpers.config import World
     from helpers.training import lr_factor
 
-    s = dataclasses.replace(FULL, train_steps=300, warmup_steps=10, lr_decay_start=2 / 3, min_lr_ratio=0.1)
+    s = dataclasses.replace(World(), train_steps=300, warmup_steps=10, lr_decay_start=2 / 3, min_lr_ratio=0.1)
     assert lr_factor(0, s) == pytest.approx(0.1)  # (0 + 1) / 10
     assert lr_factor(9, s) == 1.0 and lr_factor(199, s) == 1.0  # constant until step 200
     assert lr_factor(250, s) == pytest.approx(0.1 + 0.9 * 0.5)  # halfway through the cosine

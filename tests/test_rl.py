@@ -34,7 +34,7 @@ def test_sequence_logprobs_match_generation_scores(checkpoint):
 
 
 def test_fresh_questions_avoid_the_evaluation_splits():
-    qs = rl.fresh_questions(np.random.default_rng(0), 300)
+    qs = sums.fresh_questions(np.random.default_rng(0), 300)
     assert qs["question_id"].is_unique and len(qs) == 300
     assert not set(qs["question_id"]) & set(sums.held_out_ids().tolist())
 
@@ -45,7 +45,7 @@ def test_grpo_raises_the_reward_of_a_rewarded_behaviour(checkpoint):
     import copy
 
     policy = copy.deepcopy(model)
-    questions = rl.fresh_questions(np.random.default_rng(1), 64)
+    questions = sums.fresh_questions(np.random.default_rng(1), 64)
     log = rl.grpo(policy, tok, questions, steps=3, prompts_per_step=16, group_size=4, lr=1e-3, progress=False)
     assert list(log.columns) == ["step", "reward", "groups_with_signal"] and len(log) == 3
     assert ((log["reward"] >= 0) & (log["reward"] <= 1)).all()
@@ -56,7 +56,7 @@ def test_grpo_raises_the_reward_of_a_rewarded_behaviour(checkpoint):
 
 def test_bad_arguments(checkpoint):
     _, model, tok = checkpoint
-    qs = rl.fresh_questions(np.random.default_rng(0), 10)
+    qs = sums.fresh_questions(np.random.default_rng(0), 10)
     with pytest.raises(ValueError, match="group_size"):
         rl.grpo(model, tok, qs, group_size=1)
     with pytest.raises(ValueError, match="at least"):

@@ -1,5 +1,4 @@
 """A killed build never leaves a usable partial artifact, and the world is bitwise reproducible."""
-import dataclasses
 import json
 import os
 import shutil
@@ -27,36 +26,36 @@ def _entries(cache: Path):
 def test_sigkill_during_build_then_rerun(world, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     # Start from the already trained fast world, so the killed build is in the greedy stage.
-    shutil.copytree(artifacts.artifact_dir("world"), cache / "fast" / "world" / "default")
+    shutil.copytree(artifacts.folder("world").parent, cache / "fast" / "world" / "default")
     env = {**os.environ, "HELPERS_CACHE": str(cache), "HELPERS_FAST": "1", "HELPERS_THREADS": "1"}
     cmd = [sys.executable, "-m", "helpers", "build", "--fast", "--only", "greedy"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
-    while time.time() < deadline and not list((cache / "fast").glob("greedy/.tmp-*")):
+    while time.time() < deadline and not list((cache / "fast").glob("greedy/*/.tmp-*")):
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert list((cache / "fast").glob("greedy/.tmp-*")), "the build was not caught in the middle of an artifact"
+    assert list((cache / "fast").glob("greedy/*/.tmp-*")), "the build was not caught in the middle of an artifact"
     # Every entry with a manifest is complete and valid; the one being written has none.
     monkeypatch.setenv("HELPERS_CACHE", str(cache))
-    artifacts._VERIFIED.clear()
+    artifacts.forget()
     for folder in _entries(cache / "fast"):
         params = json.loads((folder / artifacts.MANIFEST).read_text())["params"]
-        assert artifacts.why_invalid(folder.parent.name, **params) is None
+        assert artifacts.why_invalid(folder.parent.parent.name, **params) is None
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    artifacts._VERIFIED.clear()
+    artifacts.forget()
     for name in training.get_checkpoints().all:
         for split in ("hundred", "test", "adapter_train", "transfer_test"):
             assert artifacts.why_invalid("greedy", checkpoint=name, split=split) is None
-    assert not list((cache / "fast").glob("greedy/.tmp-*"))  # the rerun cleaned up
-    artifacts._VERIFIED.clear()
+    assert not list((cache / "fast").glob("greedy/*/.tmp-*"))  # the rerun cleaned up
+    artifacts.forget()
 
 
 def test_training_twice_is_bitwise_identical(tmp_path):
-    short = dataclasses.replace(config.settings(), train_steps=40, save_every=20)
     runs = []
     for k in range(2):
-        log = training.train_run(tmp_path / f"run{k}", short)
+        with config.override("world", train_steps=40, save_every=20):
+            log = training.train_run(tmp_path / f"run{k}")
         model, tok = load_pretrained(tmp_path / f"run{k}" / "checkpoints" / "step-00040")
         res = decoding.greedy(model, tok, sums.split("test").iloc[:60], progress=False)
         runs.append((log, model.state_dict(), res))

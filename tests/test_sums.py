@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import sums
+from helpers import config, sums
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_phases():
     assert sums.phase_at(299, 300) == "uniform"
     rng = np.random.default_rng(0)
     top = sums.max_operand() + 1
-    for phase, (lo, hi) in sums.PHASE_RANGES.items():
+    for phase, (lo, hi) in config.phase_ranges().items():
         a, b = sums._operands(rng, 4000, phase)
         in_range = ((a >= lo * top) & (a < hi * top) & (b >= lo * top) & (b < hi * top)).mean()
         assert in_range > 0.94 and a.min() >= 0 and a.max() < top

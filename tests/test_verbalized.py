@@ -1,13 +1,13 @@
-"""Verbalized confidence (helpers/confidence/verbalized.py, notebook 03), in fast mode."""
+"""Verbalized confidence (helpers/confidence/verbalized*.py, notebook 03), in fast mode."""
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from helpers import decoding, sums
+from helpers import config, decoding, lora, sums
+from helpers.checkpoints import get_checkpoints, load_checkpoint
 from helpers.confidence import verbalized as V
-from helpers.model import chat_prompt, load_checkpoint
-from helpers.training import get_checkpoints
+from helpers.model import chat_prompt
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -102,7 +102,7 @@ def test_targets_reject_too_few_samples_and_bad_samplers():
 def test_cached_targets_cover_the_training_questions(world):
     name = get_checkpoints().evaluation[-1]
     cached = V.targets(name)
-    s = V.verbalized_settings()
+    s = config.verbalized()
     assert len(cached) == s.n_train and (cached["n_samples"] == s.k).all()
     assert set(np.round(cached["target"] * 10, 6)) <= set(range(11))
 
@@ -121,16 +121,16 @@ def small_training():
 
 def test_training_leaves_the_base_weights_unchanged(small_training):
     name, model, tok, questions, answers = small_training
-    before = V.weights_hash(model)
-    peft_model, log = V.train_adapter(model, tok, questions, answers, np.linspace(0, 1, 32), epochs=1, progress=False)
+    before = lora.base_weights_hash(model)
+    peft_model, log = V.fit_verbalized_adapter(model, tok, questions, answers, np.linspace(0, 1, 32), epochs=1, progress=False)
     assert list(log.columns) == ["epoch", "loss"] and len(log) == 1
-    assert V.weights_hash(peft_model) == before  # LoRA and trainable-token deltas excluded
+    assert lora.base_weights_hash(peft_model) == before  # LoRA and trainable-token deltas excluded
     trainable = {n for n, p in peft_model.named_parameters() if p.requires_grad}
     assert trainable and all("lora_" in n or "trainable_tokens" in n for n in trainable)
     lora_before = {n: p.detach().clone() for n, p in peft_model.named_parameters() if "lora_B" in n}
     assert any(p.abs().sum() > 0 for p in lora_before.values())  # lora_B starts at 0: it has moved
     base = peft_model.unload()  # remove LoRA without merging
-    assert V.weights_hash(base) == V.weights_hash(load_checkpoint(name)[0])
+    assert lora.base_weights_hash(base) == lora.base_weights_hash(load_checkpoint(name)[0])
 
 
 def test_suffix_pairs_put_the_loss_on_the_confidence_only(checkpoint):
@@ -149,11 +149,11 @@ def test_moved_adapter_runs_on_the_target_checkpoint(world):
     home, _ = V.load_adapted(source, adapter=source)
     plain, _ = load_checkpoint(target)
     # base weights: the target's; LoRA weights: the source adapter's
-    assert V.weights_hash(moved) == V.weights_hash(plain)
-    assert V.weights_hash(moved) != V.weights_hash(home)
-    lora = {n: p for n, p in moved.named_parameters() if "lora_" in n or "trainable_tokens" in n}
+    assert lora.base_weights_hash(moved) == lora.base_weights_hash(plain)
+    assert lora.base_weights_hash(moved) != lora.base_weights_hash(home)
+    moved_lora = {n: p for n, p in moved.named_parameters() if "lora_" in n or "trainable_tokens" in n}
     home_lora = dict(home.named_parameters())
-    assert lora and all(torch.equal(p, home_lora[n]) for n, p in lora.items())
+    assert moved_lora and all(torch.equal(p, home_lora[n]) for n, p in moved_lora.items())
     # and it really runs on them: outputs differ from the same adapter on the source checkpoint
     enc = decoding.encode_prompts(tok, sums.split("test")["question"].iloc[:8].tolist())
     with torch.no_grad():
@@ -231,9 +231,9 @@ def test_bad_inputs_say_what_to_fix(small_training):
     with pytest.raises(ValueError, match="not parsed numbers"):
         V.read_confidence(model, tok, questions, list(range(len(questions))))
     with pytest.raises(ValueError, match="one value per question"):
-        V.train_adapter(model, tok, questions, answers, [0.5])
+        V.fit_verbalized_adapter(model, tok, questions, answers, [0.5])
     with pytest.raises(ValueError, match="epochs and batch_size must be >= 1"):
-        V.train_adapter(model, tok, questions, answers, np.zeros(len(questions)), epochs=0)
+        V.fit_verbalized_adapter(model, tok, questions, answers, np.zeros(len(questions)), epochs=0)
     with pytest.raises(ValueError, match="questions is empty"):
         V.read_confidence(model, tok, questions.iloc[:0], [])
     with pytest.raises(ValueError, match="verbalized_results"):

@@ -8,13 +8,14 @@
   separate model is trained from scratch until it reaches a stated accuracy, then a LoRA adapter
   (helpers/confidence/adapters.py) teaches it to judge (question, answer) pairs from the training
   checkpoints' histories. It reads the evaluated checkpoint's answers, never its weights.
+  Settings: `config.gcm()`.
 
 All return the standard frame: checkpoint, question_id, answer, correct, confidence.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +26,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
-from .. import sums
-from ..artifacts import artifact_dir, load_or_build, register
-from ..config import SEED, SPLIT_KEYS, fast_mode, set_seed, set_threads, settings
+from .. import artifacts, config, lora, loop, sums
+from ..artifacts import register
+from ..checkpoints import get_checkpoints, per_checkpoint
+from ..decoding import greedy, greedy_results
+from ..model import build_model, build_tokenizer, load_pretrained
+from ..training import training_step_loss
 from . import adapters
+from .readout import adapter_confidence
 
 COLUMNS = adapters.COLUMNS
 FEATURES = ("n_digits", "n_carries", "small", "carry_1", "carry_10", "carry_100", "a_size", "b_size", "sum_size")
@@ -64,9 +69,6 @@ def question_features(questions: pd.DataFrame) -> pd.DataFrame:
 
 def _labelled(split: str, checkpoints: list[str]) -> pd.DataFrame:
     """Greedy results of `checkpoints` on `split`, with question features and checkpoint index."""
-    from ..decoding import greedy_results
-    from ..training import get_checkpoints
-
     ck = get_checkpoints()
     res = greedy_results(split, checkpoints)
     questions = sums.split(split).set_index("question_id").loc[res["question_id"]].reset_index()
@@ -97,9 +99,8 @@ def fit_feature_baseline(use_index: bool = True, train_checkpoints=None) -> Feat
     Features are one-hot; the checkpoint index enters as one number, so the model extrapolates a
     trend in accuracy to later checkpoints without seeing their weights.
     """
-    from ..training import get_checkpoints
-
-    names = get_checkpoints().validate(get_checkpoints().training if train_checkpoints is None else train_checkpoints)
+    ck = get_checkpoints()
+    names = ck.validate(train_checkpoints, default=ck.training)
     data = _labelled("adapter_train", names)
     if data["correct"].nunique() < 2:
         raise ValueError(f"the training checkpoints {names} are all right or all wrong; nothing to fit")
@@ -113,10 +114,8 @@ def fit_feature_baseline(use_index: bool = True, train_checkpoints=None) -> Feat
 
 
 def _feature_results(split: str, eval_checkpoints, use_index: bool, train_checkpoints) -> pd.DataFrame:
-    from ..training import get_checkpoints
-
     ck = get_checkpoints()
-    names = ck.validate(ck.evaluation if eval_checkpoints is None else eval_checkpoints)
+    names = ck.validate(eval_checkpoints, default=ck.evaluation)
     sums.split(split)  # an unknown split fails here
     baseline = fit_feature_baseline(use_index, train_checkpoints)
     data = _labelled(split, names)
@@ -137,192 +136,129 @@ def difficulty_results(split: str = "test", eval_checkpoints=None, train_checkpo
 # ---------------------------------------------------------------------------- GCM: the verifier
 
 
-@dataclass(frozen=True)
-class GCMSettings:
-    """The verifier's own training run and the GCM adapter's data (measured cost: see the README)."""
-
-    seed: int = 1  # the world trains with seed 0
-    batch_size: int = 64
-    lr: float = 1e-2  # higher than the world's 3e-3: fewer steps to the stated accuracy (measured)
-    warmup_steps: int = 100
-    target_accuracy: float = 0.2  # training stops at the first check at or above it ...
-    max_steps: int = 2500  # ... or here, whichever comes first
-    check_every: int = 100
-    n_check: int = 500  # fresh questions (no evaluation split) scored at every check
-    n_examples: int = 5000  # GCM adapter rows, shared by the training checkpoints: one adapter's budget
+def verifier_check_questions(seed: int, n: int) -> pd.DataFrame:
+    """The fresh questions (outside every evaluation split) the verifier is scored on at every check."""
+    return sums.fresh_questions(np.random.default_rng([seed, config.gcm().check_seed]), n)
 
 
-FULL_GCM = GCMSettings()
-FAST_GCM = GCMSettings(batch_size=32, target_accuracy=0.05, max_steps=200, check_every=50, n_check=100, n_examples=400)
-VERIFIER_KEYS = SPLIT_KEYS + ("n_layer", "n_embd", "n_head", "weight_decay")
-
-
-def gcm_settings() -> GCMSettings:
-    """The GCM sizes for the current mode."""
-    return FAST_GCM if fast_mode() else FULL_GCM
-
-
-def _check_questions(seed: int, n: int) -> pd.DataFrame:
-    from ..rl import fresh_questions
-
-    return fresh_questions(np.random.default_rng([seed, 301]), n)
-
-
-def train_verifier(folder: Path, g: GCMSettings | None = None, progress: bool = True) -> dict:
+def train_verifier(folder: Path, progress: bool = True) -> dict:
     """Train the verifier's model from scratch until it answers `target_accuracy` of fresh sums; save it.
 
     The LM's own training stream (helpers.sums.training_batch, all phrasings and answer forms), with the
     small and large operand phases alternating step by step, so its knowledge is not tilted to one range.
-    Returns the log (step, accuracy, seconds) and the step it stopped at.
+    Sizes: `config.gcm()`; the architecture and weight decay are the world's. Returns the log (step,
+    accuracy, seconds) and the step it stopped at.
     """
-    from tqdm import tqdm
-
-    from ..decoding import greedy
-    from ..model import build_model, build_tokenizer
-    from ..training import training_step_loss
-
-    g = g or gcm_settings()
-    s = settings()
-    set_seed(g.seed)
+    g = config.gcm()
+    config.set_seed(g.seed)
     tokenizer = build_tokenizer()
-    model = build_model(tokenizer, s)
-    optim = torch.optim.AdamW(model.parameters(), lr=g.lr, weight_decay=s.weight_decay, betas=(0.9, 0.98))
+    model = build_model(tokenizer)
+    optim = torch.optim.AdamW(model.parameters(), lr=g.lr, weight_decay=config.world().weight_decay, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(optim, lambda step: min(1.0, (step + 1) / g.warmup_steps))
     rng = np.random.default_rng([g.seed, 7])
-    held_out, check = sums.held_out_ids(), _check_questions(g.seed, g.n_check)
+    held_out, check = sums.held_out_ids(), verifier_check_questions(g.seed, g.n_check)
+    batches = (sums.training_batch(rng, g.batch_size, ("small", "large")[step % 2], held_out)
+               for step in range(1, g.max_steps + 1))
     log, start = [], time.perf_counter()
-    model.train()
-    for step in tqdm(range(1, g.max_steps + 1), desc="GCM verifier", disable=not progress, mininterval=2):
-        optim.zero_grad(set_to_none=True)
-        phase = ("small", "large")[step % 2]
-        training_step_loss(model, tokenizer, sums.training_batch(rng, g.batch_size, phase, held_out))
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optim.step()
-        sched.step()
-        if step % g.check_every == 0 or step == g.max_steps:
-            model.eval()
-            accuracy = float(greedy(model, tokenizer, check, progress=False)["correct"].mean())
-            model.train()
-            log.append({"step": step, "accuracy": accuracy, "seconds": time.perf_counter() - start})
-            if accuracy >= g.target_accuracy:
-                break
-    model.eval()
+
+    def check_accuracy(step: int, _loss: float) -> bool:
+        """Score the check questions every `check_every` steps and at the last; True stops training."""
+        if step % g.check_every and step != g.max_steps:
+            return False
+        model.eval()
+        accuracy = float(greedy(model, tokenizer, check, progress=False)["correct"].mean())
+        model.train()
+        log.append({"step": step, "accuracy": accuracy, "seconds": time.perf_counter() - start})
+        return accuracy >= g.target_accuracy
+
+    loop.train(model, optim, batches, lambda pairs: training_step_loss(model, tokenizer, pairs), scheduler=sched,
+               clip_norm=1.0, after_step=check_accuracy, total=g.max_steps, desc="GCM verifier", progress=progress)
     model.save_pretrained(folder / "model")
     tokenizer.save_pretrained(folder / "model")
     return {"log": pd.DataFrame(log), "steps": log[-1]["step"], "accuracy": log[-1]["accuracy"],
             "reached_target": log[-1]["accuracy"] >= g.target_accuracy}
 
 
-@register("gcm_verifier", version="1", settings_keys=VERIFIER_KEYS, config=lambda: asdict(gcm_settings()))
+@register("gcm_verifier", version="1")
 def _build_verifier(folder: Path) -> dict:
     """The GCM's backbone: its own training run from scratch, stopped at a stated accuracy."""
-    from ..decoding import greedy
-
-    set_threads()
+    config.set_threads()
     out = train_verifier(folder)
-    model, tokenizer = _load_model(folder / "model")
+    model, tokenizer = load_pretrained(folder / "model")
     test = greedy(model, tokenizer, sums.split("test"), progress=False)
     return {**out, "test_accuracy": float(test["correct"].mean())}
 
 
-def _load_model(path: Path):
-    from ..model import load_pretrained
-
-    return load_pretrained(path)
-
-
 def verifier() -> dict:
     """The cached verifier run: log, steps, accuracy at the stop, whether it reached the target, test accuracy."""
-    return load_or_build("gcm_verifier")
+    return artifacts.load_or_build("gcm_verifier")
 
 
 def load_verifier():
     """(model, tokenizer) of the GCM's backbone, without any LoRA (trains it on first use)."""
-    verifier()
-    return _load_model(artifact_dir("gcm_verifier") / "model")
+    return load_pretrained(artifacts.folder("gcm_verifier") / "model")
 
 
 # ---------------------------------------------------------------------------- GCM: adapter and results
 
 
-def gcm_examples(seed: int = SEED) -> pd.DataFrame:
+def gcm_examples(seed: int = config.SEED) -> pd.DataFrame:
     """The GCM's training rows: training checkpoints' own answers on `adapter_train`, with correctness.
 
     Every row runs through the verifier's weights; `checkpoint` only says whose answer it is.
     """
-    from ..training import get_checkpoints
-
-    rows = adapters.adapter_examples(list(get_checkpoints().training), gcm_settings().n_examples, seed=seed)
+    rows = adapters.adapter_examples(list(get_checkpoints().training), config.gcm().n_examples, seed=seed)
     return rows.drop(columns="base")
 
 
-def _gcm_deps(seed: int):
-    from ..training import get_checkpoints
-
-    return ([("world", {}), ("gcm_verifier", {})]
-            + [("greedy", {"checkpoint": c, "split": "adapter_train"}) for c in get_checkpoints().training])
-
-
-@register("gcm", version="1", deps=_gcm_deps, settings_keys=SPLIT_KEYS,
-          config=lambda: {"gcm": asdict(gcm_settings()), "adapter": asdict(adapters.adapter_settings())})
+@register("gcm", version="1")
 def _build_gcm(folder: Path, seed: int) -> dict:
     """The GCM: a LoRA adapter on the verifier, trained on the training checkpoints' histories."""
-    set_threads()
+    config.set_threads()
     examples = gcm_examples(seed)
     model, tokenizer = load_verifier()
     peft_model, log = adapters.fit_adapter(model, tokenizer, examples, seed=seed)
-    adapters.save_lora(peft_model, folder / "lora", "gcm_verifier")
+    lora.save(peft_model, folder / "lora", "gcm_verifier", save_embedding_layers=False)
     return {"examples": examples[["checkpoint", "question_id", "source", "correct", "label"]], "log": log}
 
 
-def train_gcm(seed: int = SEED) -> adapters.Adapter:
+def train_gcm(seed: int = config.SEED) -> adapters.Adapter:
     """The cached GCM adapter (LoRA on the verifier); trains the verifier and the adapter on first use."""
-    params = {"seed": adapters.check_seed(seed)}
-    stored = load_or_build("gcm", **params)
+    params = {"seed": adapters.validate_seed(seed)}
+    stored = artifacts.load_or_build("gcm", **params)
     examples = stored["examples"]
-    return adapters.Adapter(folder=artifact_dir("gcm", **params) / "lora",
+    return adapters.Adapter(folder=artifacts.folder("gcm", **params) / "lora",
                             checkpoints=tuple(examples["checkpoint"].unique()), seed=params["seed"],
                             examples=examples, log=stored["log"])
 
 
-def load_gcm(seed: int = SEED):
+def load_gcm(seed: int = config.SEED):
     """(peft model, tokenizer): the verifier with the GCM's LoRA weights. No checkpoint weights at all."""
     gcm = train_gcm(seed)
     base, tokenizer = load_verifier()
-    return adapters.attach_lora(base, gcm.folder), tokenizer
+    return lora.attach(base, gcm.folder), tokenizer
 
 
-def gcm_confidence(answers: pd.DataFrame, seed: int = SEED) -> np.ndarray:
+def gcm_confidence(answers: pd.DataFrame, seed: int = config.SEED) -> np.ndarray:
     """The GCM's P(correct) for rows with `question` and `text` (an answer frame, not a model)."""
     if not isinstance(answers, pd.DataFrame) or not {"question", "text"} <= set(answers.columns):
         raise ValueError("answers must be a frame with `question` and `text` columns")
     model, tokenizer = load_gcm(seed)
-    return adapters.adapter_confidence(model, tokenizer, answers["question"], answers["text"])
+    return adapter_confidence(model, tokenizer, answers["question"], answers["text"])
 
 
-def _gcm_results_deps(checkpoint: str, split: str, seed: int):
-    return [("gcm", {"seed": seed}), ("greedy", {"checkpoint": checkpoint, "split": split})]
-
-
-@register("gcm_results", version="1", deps=_gcm_results_deps, settings_keys=SPLIT_KEYS)
+@register("gcm_results", version="1")
 def _build_gcm_results(folder: Path, checkpoint: str, split: str, seed: int) -> pd.DataFrame:
     """The GCM's confidence in one checkpoint's greedy answers: it reads the answers, not the weights."""
-    from ..decoding import greedy_results
-
-    set_threads()
+    config.set_threads()
     answers = greedy_results(split, [checkpoint])
     answers = answers.merge(sums.split(split)[["question_id", "question"]], on="question_id")
     answers["confidence"] = gcm_confidence(answers, seed)
     return answers[COLUMNS]
 
 
-def gcm_results(split: str = "test", eval_checkpoints=None, seed: int = SEED) -> pd.DataFrame:
+def gcm_results(split: str = "test", eval_checkpoints=None, seed: int = config.SEED) -> pd.DataFrame:
     """GCM confidence in each evaluated checkpoint's greedy answers: the standard frame (notebook 05)."""
-    from ..training import get_checkpoints
-
-    ck = get_checkpoints()
-    names = ck.validate(ck.evaluation if eval_checkpoints is None else eval_checkpoints)
-    sums.split(split)
-    seed = adapters.check_seed(seed)
-    return pd.concat([load_or_build("gcm_results", checkpoint=c, split=split, seed=seed) for c in names],
-                     ignore_index=True)
+    sums.split(split)  # an unknown split fails here, before anything is trained
+    seed = adapters.validate_seed(seed)
+    return per_checkpoint("gcm_results", eval_checkpoints, default=get_checkpoints().evaluation, split=split, seed=seed)

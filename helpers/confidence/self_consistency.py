@@ -3,7 +3,7 @@
 The paper (A.6) groups a model's 10 beams by NLI mutual entailment; here meaning is numeric, so beams
 are grouped by the number `sums.parse_answer` reads ("936" and "It is 936." are one group).
 answer = the group with the largest probability mass; confidence = that mass over the mass of all
-returned beams. Used by notebooks 02, 04, 05 and 06.
+returned beams. Used by notebooks 02, 04, 05 and 06. Sizes: `config.self_consistency()`.
 """
 from __future__ import annotations
 
@@ -11,18 +11,10 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from .. import sums
-from ..artifacts import load_or_build, register
-from ..config import SPLIT_KEYS, fast_mode
+from .. import config, sums
+from ..artifacts import register
+from ..checkpoints import load_checkpoint, per_checkpoint
 from ..decoding import beams, greedy, sample
-
-NUM_BEAMS = 10
-
-
-def sizes() -> dict:
-    """How many questions SC decodes: all of test, a subset of adapter_train (enough to fit isotonic)."""
-    return {"adapter_train": 200 if fast_mode() else 2000, "samples_k": 10, "sampled_questions": 100 if fast_mode() else 1000,
-            "rephrased_questions": 100 if fast_mode() else 1000}
 
 
 def group_answers(answers, weights) -> tuple[int | None, float, pd.Series]:
@@ -94,80 +86,64 @@ def self_consistency(candidates: pd.DataFrame, questions: pd.DataFrame, weight: 
 
 
 def sc_questions(split: str) -> pd.DataFrame:
-    """The questions SC is run on: all of test, the first part of adapter_train."""
+    """The questions SC is run on: all of test, the first part of adapter_train (enough to fit isotonic)."""
     questions = sums.split(split)
-    n = sizes().get(split)
-    return questions if n is None else questions.iloc[:n]
+    return questions.iloc[:config.self_consistency().n_adapter_train] if split == "adapter_train" else questions
 
 
-def _deps(**_):
-    return [("world", {})]
-
-
-@register("beams", version="1", deps=_deps, settings_keys=SPLIT_KEYS, config=sizes)
+@register("beams", version="1")
 def _build_beams(folder, checkpoint: str, split: str) -> pd.DataFrame:
-    """Ten beams per question of one checkpoint on one split."""
-    from ..model import load_checkpoint
-
+    """`num_beams` beams per question of one checkpoint on one split."""
+    n = config.self_consistency().num_beams
     model, tok = load_checkpoint(checkpoint)
-    out = beams(model, tok, sc_questions(split), num_beams=NUM_BEAMS, num_return_sequences=NUM_BEAMS,
-                desc=f"beams {checkpoint} {split}")
+    out = beams(model, tok, sc_questions(split), num_beams=n, num_return_sequences=n, desc=f"beams {checkpoint} {split}")
     out.insert(0, "checkpoint", checkpoint)
     return out
 
 
 def beam_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     """Cached beams of several checkpoints (default: all selected), one long frame."""
-    from ..training import get_checkpoints
-
-    names = get_checkpoints().validate(checkpoints)
-    sums.split(split)
-    return pd.concat([load_or_build("beams", checkpoint=c, split=split) for c in names], ignore_index=True)
+    sums.split(split)  # an unknown split name fails here, before anything is built
+    return per_checkpoint("beams", checkpoints, split=split)
 
 
-def sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
-    """SC answers and confidences: checkpoint, question_id, answer, correct, confidence, n_groups, coverage."""
-    questions = sc_questions(split)
+def _per_checkpoint_sc(candidates: pd.DataFrame, questions: pd.DataFrame, weight: str) -> pd.DataFrame:
     frames = []
-    for name, group in beam_results(split, checkpoints).groupby("checkpoint", sort=False):
-        frame = self_consistency(group, questions)
+    for name, group in candidates.groupby("checkpoint", sort=False):
+        frame = self_consistency(group, questions, weight)
         frame.insert(0, "checkpoint", name)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 
 
-@register("samples", version="1", deps=_deps, settings_keys=SPLIT_KEYS, config=sizes)
-def _build_samples(folder, checkpoint: str, split: str) -> pd.DataFrame:
-    """k replies sampled at T = 1 for the first test questions of one checkpoint."""
-    from ..model import load_checkpoint
+def sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
+    """SC answers and confidences: checkpoint, question_id, answer, correct, confidence, n_groups, coverage."""
+    return _per_checkpoint_sc(beam_results(split, checkpoints), sc_questions(split), "probability")
 
+
+@register("samples", version="1")
+def _build_samples(folder, checkpoint: str, split: str) -> pd.DataFrame:
+    """`samples_k` replies sampled at T = 1 for the first `sampled_questions` questions of one checkpoint."""
+    s = config.self_consistency()
     model, tok = load_checkpoint(checkpoint)
-    questions = sums.split(split).iloc[: sizes()["sampled_questions"]]
-    out = sample(model, tok, questions, k=sizes()["samples_k"], seed=0, desc=f"sampling {checkpoint}")
+    questions = sums.split(split).iloc[: s.sampled_questions]
+    out = sample(model, tok, questions, k=s.samples_k, seed=s.sample_seed, desc=f"sampling {checkpoint}")
     out.insert(0, "checkpoint", checkpoint)
     return out
 
 
 def sampled_sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     """The sampling variant of SC: the majority's share of k samples at T = 1."""
-    from ..training import get_checkpoints
-
-    frames = []
-    for name in get_checkpoints().validate(checkpoints):
-        samples = load_or_build("samples", checkpoint=name, split=split).assign(ended=lambda d: d["answer"].notna())
-        frame = self_consistency(samples, sums.split(split), weight="count")
-        frame.insert(0, "checkpoint", name)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    sums.split(split)
+    samples = per_checkpoint("samples", checkpoints, split=split)
+    return _per_checkpoint_sc(samples.assign(ended=samples["answer"].notna()), sums.split(split), "count")
 
 
-@register("rephrasings", version="1", deps=_deps, settings_keys=SPLIT_KEYS, config=sizes)
+@register("rephrasings", version="1")
 def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
-    """Greedy answers of one checkpoint to the first test questions under every phrasing."""
-    from ..model import load_checkpoint
-
+    """Greedy answers of one checkpoint to the first `rephrased_questions` test questions under every phrasing."""
     model, tok = load_checkpoint(checkpoint)
-    base = sums.split("test").iloc[: sizes()["rephrased_questions"]]
+    base = sums.split("test").iloc[: config.self_consistency().rephrased_questions]
     frames = []
     for template in tqdm(range(len(sums.QUESTION_TEMPLATES["sum"])), desc=f"phrasings {checkpoint}", leave=False):
         qs = sums.make_questions("sum", base["a"].to_numpy(), base["b"].to_numpy(), template=template)
@@ -179,10 +155,7 @@ def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
 
 def rephrasing_results(checkpoints=None) -> pd.DataFrame:
     """Greedy answers under every phrasing: checkpoint, question_id, template, answer, correct, confidence."""
-    from ..training import get_checkpoints
-
-    names = get_checkpoints().validate(checkpoints)
-    return pd.concat([load_or_build("rephrasings", checkpoint=c) for c in names], ignore_index=True)
+    return per_checkpoint("rephrasings", checkpoints)
 
 
 def agreement(answers) -> float:

@@ -6,20 +6,18 @@ the cache in place, with its wall time and the peak RSS of its kernel.
 """
 from __future__ import annotations
 
-import json
 import resource
 import sys
 import time
 from collections import defaultdict
 
+from helpers import artifacts
 from helpers.__main__ import notebook_paths, run_notebook
-from helpers.config import cache_dir
 
 
 def cold_table() -> None:
     seconds, counts = defaultdict(float), defaultdict(int)
-    for manifest in cache_dir().rglob("manifest.json"):
-        m = json.loads(manifest.read_text())
+    for m in artifacts.valid_entries():  # the entries of the current settings, not older side-by-side ones
         seconds[m["name"]] += m.get("own_seconds", m.get("seconds", 0.0))  # own: nested builds counted once
         counts[m["name"]] += 1
     print(f"{'artifact':<22}{'entries':>8}{'build s':>10}")

@@ -1,0 +1,124 @@
+"""Which checkpoints exist, where they live, and how to load them. Used by every notebook.
+
+The world's training run (helpers.training) saves a checkpoint every few steps; its `selection`
+artifact picks the ones the series studies: the earlier ones train non-oracle methods, the later ones
+are evaluated. "finetuned" and "rl" name the post-trained models of notebook 01 (helpers.rl).
+This module reads those artifacts by name from the cache, so it needs none of the modules that build them.
+
+Layer 3: imports config, artifacts and model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from . import artifacts
+from .model import load_any, load_pretrained
+
+POST_TRAINED = ("finetuned", "rl")
+
+
+def step_name(step: int) -> str:
+    """The name of the checkpoint saved at `step`: step-01200."""
+    return f"step-{int(step):05d}"
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """The selected checkpoints: the earlier ones train non-oracle methods, the later ones evaluate."""
+
+    all: tuple[str, ...]
+    training: tuple[str, ...]
+    evaluation: tuple[str, ...]
+
+    def validate(self, names=None, default=None) -> list[str]:
+        """The one checkpoint-list check of the series: `names` as a list of selected checkpoints.
+
+        `names` is None (then `default`, or every selected checkpoint), one name, several joined by
+        "+" ("step-01200+step-01500"), or a list. Unknown, repeated or no names raise ValueError.
+        """
+        if names is None:
+            names = self.all if default is None else default
+        if isinstance(names, str):
+            names = names.split("+")
+        names = list(names)
+        if not names:
+            raise ValueError(f"no checkpoints given; choose from {list(self.all)}")
+        bad = [n for n in names if not isinstance(n, str)]
+        if bad:
+            raise ValueError(f"checkpoints are names such as {self.all[0]!r}, got {bad}")
+        unknown = [n for n in names if n not in self.all]
+        if unknown:
+            raise ValueError(f"unknown checkpoint(s) {unknown}; available: {list(self.all)}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"checkpoint listed twice in {names}; list each once")
+        return names
+
+    def index(self, name: str) -> int:
+        """Position of a selected checkpoint in training order."""
+        return self.all.index(self.validate([name])[0])
+
+
+def world() -> dict:
+    """The cached training run: its log, the selected checkpoint names and the per-save flips (builds if needed)."""
+    run, selection = artifacts.load_or_build("world"), artifacts.load_or_build("selection")
+    return {"log": run["log"], **selection}
+
+
+def get_checkpoints() -> Checkpoints:
+    """The selected checkpoints, split into training and evaluation ones."""
+    selection = artifacts.load_or_build("selection")
+    names = tuple(selection["selected"])
+    n = selection["n_training"]
+    return Checkpoints(all=names, training=names[:n], evaluation=names[n:])
+
+
+def list_checkpoints() -> list[str]:
+    """Names of the selected checkpoints, in training order (trains the world if needed)."""
+    return list(get_checkpoints().all)
+
+
+def saved_steps() -> list[str]:
+    """Every checkpoint the run saved, selected or not."""
+    return sorted(p.name for p in (artifacts.folder("world") / "checkpoints").iterdir())
+
+
+def checkpoint_path(name: str) -> Path:
+    """Folder of a saved checkpoint (model and tokenizer), ready for `from_pretrained`.
+
+    Besides the run's steps, "finetuned" and "rl" name the post-trained models of notebook 01.
+    """
+    if name in POST_TRAINED:
+        return artifacts.folder("post_training") / name
+    saved = saved_steps()
+    if name not in saved:
+        raise ValueError(f"unknown checkpoint {name!r}; available: {get_checkpoints().all} (selected), "
+                         f"any saved step {saved[0]}..{saved[-1]}, or {POST_TRAINED}")
+    return artifacts.folder("world") / "checkpoints" / name
+
+
+def load_checkpoint(name: str, revision: str | None = None):
+    """(model, tokenizer) of a checkpoint of this series (`step-01200`, `finetuned`, `rl`), or of any model.
+
+    A local folder or a Hugging Face model id is loaded with the Auto classes; `revision` picks an
+    intermediate checkpoint: a subfolder of a local folder (`run/step-1000`), or a branch or tag
+    of a hub repository (Pythia publishes `step143000`, OLMo `stage1-step...`). The series itself
+    never downloads anything; see the README's "Running on real checkpoints".
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"checkpoint name must be a non-empty string, got {name!r}")
+    if revision is None and not ("/" in name or Path(name).is_dir()):
+        return load_pretrained(checkpoint_path(name))
+    return load_any(name, revision)
+
+
+def per_checkpoint(artifact: str, checkpoints=None, default=None, **params) -> pd.DataFrame:
+    """One cached frame per checkpoint (`load_or_build(artifact, checkpoint=c, **params)`), concatenated.
+
+    The one accessor behind every `*_results(split, checkpoints)` of the series; `checkpoints` and
+    `default` as in `Checkpoints.validate`.
+    """
+    names = get_checkpoints().validate(checkpoints, default)
+    return pd.concat([artifacts.load_or_build(artifact, checkpoint=c, **params) for c in names], ignore_index=True)
