@@ -124,6 +124,25 @@ def greedy_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     return per_checkpoint("greedy", checkpoints, split=split)
 
 
+def _candidates(tokenizer, chunk: pd.DataFrame, new: torch.Tensor, rank: str, logprob: torch.Tensor,
+                with_ended: bool) -> pd.DataFrame:
+    """k candidate replies per question (rows grouped by question): question_id, `rank` (0..k-1), text,
+    answer, correct, logprob (and ended). new: (len(chunk) * k, T) generated ids; logprob: (len(chunk) * k,)."""
+    k = len(new) // len(chunk)
+    texts, answers, correct, ended = read_replies(tokenizer, new, np.repeat(chunk["target"].to_numpy(), k))
+    out = pd.DataFrame({
+        "question_id": np.repeat(chunk["question_id"].to_numpy(), k),
+        rank: np.tile(np.arange(k), len(chunk)),
+        "text": texts,
+        "answer": pd.array(answers, dtype="Int64"),
+        "correct": correct,
+        "logprob": logprob.double().numpy(),
+    })
+    if with_ended:
+        out["ended"] = ended
+    return out
+
+
 @torch.no_grad()
 def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0, temperature: float = 1.0,
            batch_size: int = 256, progress: bool = True, desc: str = "sampling") -> pd.DataFrame:
@@ -155,15 +174,7 @@ def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0
             new = out.sequences[:, enc["input_ids"].shape[1]:]
             logits = torch.stack(out.logits, dim=1) / temperature
             logp, _ = answer_logprobs(logits, new, eos)
-            texts, answers, correct, _ = read_replies(tokenizer, new, np.repeat(chunk["target"].to_numpy(), k))
-            rows.append(pd.DataFrame({
-                "question_id": np.repeat(chunk["question_id"].to_numpy(), k),
-                "sample": np.tile(np.arange(k), len(chunk)),
-                "text": texts,
-                "answer": pd.array(answers, dtype="Int64"),
-                "correct": correct,
-                "logprob": logp.sum(dim=1).double().numpy(),
-            }))
+            rows.append(_candidates(tokenizer, chunk, new, "sample", logp.sum(dim=1), with_ended=False))
     finally:
         torch.random.set_rng_state(generator_state)
     return pd.concat(rows, ignore_index=True)
@@ -184,25 +195,15 @@ def beams(model, tokenizer, questions: pd.DataFrame, num_beams: int = 10, num_re
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if num_return_sequences > num_beams:
         raise ValueError(f"num_return_sequences ({num_return_sequences}) cannot exceed num_beams ({num_beams})")
-    k = num_return_sequences
     rows = []
     for start in tqdm(range(0, len(questions), batch_size), desc=desc, disable=not progress, leave=False):
         chunk = questions.iloc[start:start + batch_size]
         enc = encode_prompts(tokenizer, chunk["question"].tolist())
         out = model.generate(
-            **enc, do_sample=False, num_beams=num_beams, num_return_sequences=k, length_penalty=0.0,
+            **enc, do_sample=False, num_beams=num_beams, num_return_sequences=num_return_sequences, length_penalty=0.0,
             max_new_tokens=MAX_NEW_TOKENS, output_scores=True, return_dict_in_generate=True,
             pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
         )
         new = out.sequences[:, enc["input_ids"].shape[1]:]
-        texts, answers, correct, ended = read_replies(tokenizer, new, np.repeat(chunk["target"].to_numpy(), k))
-        rows.append(pd.DataFrame({
-            "question_id": np.repeat(chunk["question_id"].to_numpy(), k),
-            "beam": np.tile(np.arange(k), len(chunk)),
-            "text": texts,
-            "answer": pd.array(answers, dtype="Int64"),
-            "correct": correct,
-            "logprob": out.sequences_scores.double().numpy(),
-            "ended": ended,
-        }))
+        rows.append(_candidates(tokenizer, chunk, new, "beam", out.sequences_scores, with_ended=True))
     return pd.concat(rows, ignore_index=True)
