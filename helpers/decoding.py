@@ -3,7 +3,7 @@
 Greedy decoding (notebooks 00, 01 and later) gives `confidence` = the product of the probabilities of
 the greedy answer's tokens, end mark included. Results are cached per checkpoint and split.
 
-Layer 4: imports sums, artifacts, model and checkpoints.
+Layer 4: imports config, sums, artifacts, model and checkpoints.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from . import sums
+from . import config, sums
 from .artifacts import register
 from .checkpoints import load_checkpoint, per_checkpoint
 from .model import chat_prompt
@@ -181,15 +181,19 @@ def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0
 
 
 @torch.no_grad()
-def beams(model, tokenizer, questions: pd.DataFrame, num_beams: int = 10, num_return_sequences: int = 10,
+def beams(model, tokenizer, questions: pd.DataFrame, num_beams: int | None = None, num_return_sequences: int | None = None,
           batch_size: int = 100, progress: bool = True, desc: str = "beam search") -> pd.DataFrame:
     """Beam search: one row per (question, returned beam), best first.
+
+    `num_beams` defaults to `config.self_consistency().num_beams`, `num_return_sequences` to `num_beams`.
 
     `logprob` is the beam's summed log-probability, end mark included, with no length normalization
     (`length_penalty=0`; transformers otherwise divides by length**length_penalty). Columns:
     question_id, beam, text, answer, correct, logprob, ended. A beam with no end mark is wrong.
     """
     _check_questions(questions)
+    num_beams = config.self_consistency().num_beams if num_beams is None else num_beams
+    num_return_sequences = num_beams if num_return_sequences is None else num_return_sequences
     for name, value in [("num_beams", num_beams), ("num_return_sequences", num_return_sequences), ("batch_size", batch_size)]:
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
