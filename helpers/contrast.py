@@ -311,16 +311,25 @@ def contrast_metrics(
     min_size: int = 500,
     n_bins: int = 15,
     normalizer: Normalizer | str | None = None,
+    if_none: str = "raise",
 ) -> pd.Series:
     """Contrast-set metrics averaged across the pairs with at least `min_size` questions. Used by notebooks 04-06.
 
     Averaged, never pooled: the normalization assumes exactly one right answer per pair of
     answers, which pooling several pairs' rows would blur (paper A.3). Class-balanced metrics
     average over the included pairs where they are defined. Adds ``n_pairs`` (included),
-    ``n_skipped`` (too small) and ``n_questions`` (summed over included pairs).
+    ``n_skipped`` (too small) and ``n_questions`` (summed over included pairs). If no pair is large enough, `if_none="raise"` raises
+    ValueError and `if_none="nan"` returns NaN metrics with n_pairs 0 (a world that misses the
+    threshold: the notebook says so and goes on).
     """
+    if if_none not in ("raise", "nan"):
+        raise ValueError(f"if_none must be 'raise' or 'nan', got {if_none!r}")
     table = contrast_metrics_per_pair(df, pairs, min_size, n_bins, normalizer)
     kept = table[table["included"]]
+    if kept.empty and if_none == "nan":
+        summary = pd.Series(dict.fromkeys(METRIC_COLUMNS, np.nan))
+        summary["n_pairs"], summary["n_skipped"], summary["n_questions"] = 0, len(table), 0
+        return summary
     if kept.empty:
         found = ", ".join(f"{r.ckpt_i}->{r.ckpt_j}: {r.n}" for r in table.itertuples())
         raise ValueError(

@@ -18,19 +18,29 @@ from . import metrics
 
 @dataclass(frozen=True)
 class Claim:
+    """A claim of the sources; `holds` is None when this world cannot test it (the detail says why)."""
+
     claim: str
-    holds: bool
+    holds: bool | None
     detail: str
+
+    def __post_init__(self):
+        if self.holds is not None:  # numpy booleans from comparisons become plain ones
+            object.__setattr__(self, "holds", bool(self.holds))
+
+    @property
+    def verdict(self) -> str:
+        return "cannot be tested here" if self.holds is None else "reproduced" if self.holds else "NOT reproduced"
 
     def line(self) -> str:
         """`[reproduced] claim` and the numbers on the next line, as notebook 05 prints them."""
-        return f"[{'reproduced' if self.holds else 'NOT reproduced'}] {self.claim}\n    {self.detail}"
+        return f"[{self.verdict}] {self.claim}\n    {self.detail}"
 
 
 def claims_table(claims: list[Claim]) -> pd.DataFrame:
     """One row per claim: this world's verdict and the numbers (notebook 06's findings table)."""
-    return pd.DataFrame([{"claim": c.claim, "this world": "reproduced" if c.holds else "NOT reproduced",
-                          "values": c.detail} for c in claims]).set_index("claim")
+    return pd.DataFrame([{"claim": c.claim, "this world": c.verdict, "values": c.detail}
+                         for c in claims]).set_index("claim")
 
 
 def table_claims(table: dict) -> list[Claim]:

@@ -214,6 +214,10 @@ def test_pairs_below_min_size_are_excluded():
     assert summary["auc"] == pytest.approx(kept["auc"].mean())  # averaged, not pooled
     with pytest.raises(ValueError, match="lower min_size"):
         contrast_metrics(df, all_pairs(names), min_size=10_000)
+    none = contrast_metrics(df, all_pairs(names), min_size=10_000, if_none="nan")  # a world too small: NaN, no crash
+    assert none["n_pairs"] == 0 and none["n_skipped"] == 3 and np.isnan(none["auc"]) and np.isnan(none["delta_cb"])
+    with pytest.raises(ValueError, match="if_none"):
+        contrast_metrics(df, all_pairs(names), min_size=1, if_none="skip")
     with pytest.raises(ValueError, match="empty"):
         contrast_metrics(df, [], min_size=1)
 
