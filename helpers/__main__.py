@@ -61,8 +61,9 @@ def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
     return sorted(NOTEBOOK_DIR.glob(pattern))
 
 
-def run_notebook(path: Path, inplace: bool, timeout: int = 1800) -> float:
-    """Execute one notebook in a fresh kernel (in the notebooks folder); returns seconds."""
+def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = False):
+    """Execute one notebook in a fresh kernel (in the notebooks folder); returns seconds (or, with
+    `keep`, the executed notebook)."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
@@ -71,7 +72,7 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800) -> float:
         tmp = path.with_suffix(".ipynb.tmp")
         nbformat.write(nb, tmp)
         os.replace(tmp, path)
-    return seconds
+    return nb if keep else seconds
 
 
 def main(argv: list[str] | None = None) -> int:

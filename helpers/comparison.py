@@ -145,8 +145,11 @@ def _build_comparison(folder, methods: str, reference: str) -> dict:
             if key in TESTED:
                 run = stats.full_set_bootstrap(key, frames[name], frames[reference], _ck().evaluation, n=n_resamples)
                 same.loc[name, ("full set", label)] = run["contains_zero"]
+        # Every method scores the same answers, so all share the contrast sets; in a world where no pair
+        # reaches `min_size` the contrast cells are NaN and there is nothing to resample.
+        has_pairs = np.isfinite(values.loc[reference, ("contrast set", "AUC")])
         for label, key in CONTRAST_METRICS:
-            if key in TESTED:
+            if key in TESTED and has_pairs:
                 run = stats.contrast_bootstrap_over_pairs(key, frames[name], frames[reference], pairs, min_size,
                                                           n=n_resamples)
                 same.loc[name, ("contrast set", label)] = run["contains_zero"]

@@ -3,23 +3,14 @@
 The settings come in groups, one per thing they configure, each with a full and a fast value
 (HELPERS_FAST=1 picks the fast ones, as `make test` does):
 
-=================  ================================================================  ==============
-group              configures                                                        notebooks
-=================  ================================================================  ==============
-`world`            the training run: model size, steps, data mixture, selection      00 (all read it)
-`splits`           the evaluation question sets                                      all
-`post_training`    the fine-tune and GRPO run of notebook 01                         01
-`self_consistency` beams, samples and rephrasings                                    02, 04-06
-`verbalized`       the verbalized-confidence LoRA adapters                           03, 04
-`adapters`         the confidence adapters (LoRA, "Correct?" -> P(Y))                05, 06
-`gcm`              the generalized correctness model's verifier                      05, 06
-`bootstrap`        resamples of the paired bootstrap                                 01, 04-06
-`contrast`         minimum contrast-set sizes                                        04-06
-=================  ================================================================  ==============
+`world` (the training run, its mixture and the checkpoint selection; notebook 00), `splits` (the
+evaluation questions), `post_training` (01), `self_consistency` (02, 04-06), `verbalized` (03, 04),
+`adapters` (05, 06), `gcm` (05, 06), `bootstrap` (01, 04-06) and `contrast` (minimum sizes, 04-06).
 
 Read a group with its function (`config.adapters().lr`). Change one for a while with
 ``with config.override("adapters", lr=1e-3): ...``, or for the rest of the session with
-``config.override("self_consistency", num_beams=5)`` (undo with `config.reset()`). The cache
+``config.override("self_consistency", num_beams=5)`` (undo with `config.reset()`), or from the shell
+with HELPERS_OVERRIDES='{"self_consistency": {"num_beams": 5}}'. The cache
 (`helpers.artifacts`) records every setting a build reads, so after a change exactly the results
 that read it are rebuilt, in a running kernel too.
 
@@ -415,6 +406,24 @@ def recording(reads: dict[str, Any]):
         _RECORDERS.pop()
 
 
+def _overrides_from_environment() -> None:
+    """HELPERS_OVERRIDES='{"group": {"setting": value}}' applies overrides at import (notebook kernels, tests)."""
+    text = os.environ.get("HELPERS_OVERRIDES", "").strip()
+    if not text:
+        return
+    try:
+        wanted = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"HELPERS_OVERRIDES is not JSON ({err}); write it like '{{\"contrast\": {{\"min_size\": 50}}}}'") from err
+    if not isinstance(wanted, dict) or not all(isinstance(v, dict) for v in wanted.values()):
+        raise ValueError("HELPERS_OVERRIDES must map each group to its settings, like '{\"contrast\": {\"min_size\": 50}}'")
+    for group, values in wanted.items():  # JSON has lists where the settings have tuples
+        override(group, **{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
 def phase_ranges() -> dict[str, tuple[float, float]]:
     """The world's phase ranges as a dict (phase -> share of the operand range)."""
     return dict(world().phase_ranges)
+
+
+_overrides_from_environment()

@@ -14,6 +14,7 @@ Used by notebooks 04 (contrast sets), 05 (confidence adapters) and 06 (multi-che
 """
 from __future__ import annotations
 
+import warnings
 from itertools import combinations
 from typing import Callable, Sequence
 
@@ -282,8 +283,8 @@ def contrast_metrics_per_pair(
     transfer domain). Metrics are computed for every non-empty pair, included or not, so
     small pairs can be looked at; only `contrast_metrics` leaves them out. An empty pair has
     NaN metrics. `normalizer`: None for `normalize_pair`, "fitted" for `fitted_normalization`
-    fitted once on the pooled contrast sets of the included pairs, or any callable
-    ``f(p_i, p_j) -> (q_i, q_j)``.
+    fitted once on the pooled contrast sets of the included pairs (with no included pair, the small
+    pairs' metrics use `normalize_pair`), or any callable ``f(p_i, p_j) -> (q_i, q_j)``.
     """
     pairs = _pair_list(pairs)
     if min_size < 1:
@@ -311,22 +312,26 @@ def contrast_metrics(
     min_size: int = 500,
     n_bins: int = 15,
     normalizer: Normalizer | str | None = None,
-    if_none: str = "raise",
+    if_none: str = "warn",
 ) -> pd.Series:
     """Contrast-set metrics averaged across the pairs with at least `min_size` questions. Used by notebooks 04-06.
 
     Averaged, never pooled: the normalization assumes exactly one right answer per pair of
     answers, which pooling several pairs' rows would blur (paper A.3). Class-balanced metrics
     average over the included pairs where they are defined. Adds ``n_pairs`` (included),
-    ``n_skipped`` (too small) and ``n_questions`` (summed over included pairs). If no pair is large enough, `if_none="raise"` raises
-    ValueError and `if_none="nan"` returns NaN metrics with n_pairs 0 (a world that misses the
-    threshold: the notebook says so and goes on).
+    ``n_skipped`` (too small) and ``n_questions`` (summed over included pairs). If no pair is large
+    enough (a world that misses the threshold), the metrics are NaN with n_pairs 0 and a warning says
+    so (`if_none="warn"`, the default, so a notebook says so and goes on); "nan" returns the same
+    without the warning, "raise" raises ValueError.
     """
-    if if_none not in ("raise", "nan"):
-        raise ValueError(f"if_none must be 'raise' or 'nan', got {if_none!r}")
+    if if_none not in ("raise", "warn", "nan"):
+        raise ValueError(f"if_none must be 'raise', 'warn' or 'nan', got {if_none!r}")
     table = contrast_metrics_per_pair(df, pairs, min_size, n_bins, normalizer)
     kept = table[table["included"]]
-    if kept.empty and if_none == "nan":
+    if kept.empty and if_none != "raise":
+        if if_none == "warn":
+            warnings.warn(f"no pair has a contrast set of at least {min_size} questions (the largest has "
+                          f"{int(table['n'].max())}); the contrast metrics are NaN", stacklevel=2)
         summary = pd.Series(dict.fromkeys(METRIC_COLUMNS, np.nan))
         summary["n_pairs"], summary["n_skipped"], summary["n_questions"] = 0, len(table), 0
         return summary
@@ -358,8 +363,8 @@ def _resolve_normalizer(normalizer, contrasts, sizes, min_size) -> Normalizer | 
     if normalizer != "fitted":
         raise ValueError(f"normalizer must be None, 'fitted' or a callable, got {normalizer!r}")
     kept = [contrasts[pair] for pair, n in sizes.items() if n >= min_size]
-    if not kept:
-        raise ValueError(f"no pair reaches min_size={min_size}, so there is nothing to fit the normalization on")
+    if not kept:  # nothing to fit on; no pair is included either, so no reported metric uses the fallback
+        return None
     pooled = pd.concat(kept)
     return fitted_normalization(pooled["confidence_i"], pooled["confidence_j"], pooled["correct_i"])
 

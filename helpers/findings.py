@@ -43,12 +43,19 @@ def claims_table(claims: list[Claim]) -> pd.DataFrame:
                          for c in claims]).set_index("claim")
 
 
+def _testable(claim: Claim, *numbers) -> Claim:
+    """The claim, or the same claim marked untestable if a number it needs is NaN (no large-enough pair)."""
+    if all(np.isfinite(numbers)):
+        return claim
+    return Claim(claim.claim, None, claim.detail + " (not measurable in this world: no contrast set is large enough)")
+
+
 def table_claims(table: dict) -> list[Claim]:
     """The claims read off notebook 05's results table (`comparison.comparison(...)`)."""
     v, same = table["values"], table["indistinguishable"]
     full_auc, con_auc, ece = v[("full set", "AUC")], v[("contrast set", "AUC")], v[("full set", "ECE")]
     apart = not same.loc["non-oracle adapter", ("contrast set", "AUC")]
-    return [
+    claims = [
         Claim("SC's full-set AUC is close to the oracle's while its contrast AUC is lower",
               abs(full_auc["self-consistency"] - full_auc["oracle adapter"]) < 0.02
               and con_auc["self-consistency"] < con_auc["oracle adapter"],
@@ -74,6 +81,7 @@ def table_claims(table: dict) -> list[Claim]:
               con_auc["self-consistency"] > max(con_auc["surrogate (SC)"], con_auc["copy (SC)"]),
               f"SC {con_auc['self-consistency']:.3f}, surrogate {con_auc['surrogate (SC)']:.3f}, copy {con_auc['copy (SC)']:.3f}"),
     ]
+    return [_testable(c, *con_auc.to_numpy(dtype=float)) for c in claims]
 
 
 def gcm_gap(oracle: pd.DataFrame, gcm: pd.DataFrame, checkpoints) -> pd.DataFrame:

@@ -213,7 +213,10 @@ def test_pairs_below_min_size_are_excluded():
     assert summary["n_pairs"] == len(kept) and summary["n_skipped"] == 3 - len(kept)
     assert summary["auc"] == pytest.approx(kept["auc"].mean())  # averaged, not pooled
     with pytest.raises(ValueError, match="lower min_size"):
-        contrast_metrics(df, all_pairs(names), min_size=10_000)
+        contrast_metrics(df, all_pairs(names), min_size=10_000, if_none="raise")
+    with pytest.warns(UserWarning, match="no pair has a contrast set of at least 10000"):
+        warned = contrast_metrics(df, all_pairs(names), min_size=10_000)  # the default: say so, go on
+    assert warned["n_pairs"] == 0 and np.isnan(warned["auc"])
     none = contrast_metrics(df, all_pairs(names), min_size=10_000, if_none="nan")  # a world too small: NaN, no crash
     assert none["n_pairs"] == 0 and none["n_skipped"] == 3 and np.isnan(none["auc"]) and np.isnan(none["delta_cb"])
     with pytest.raises(ValueError, match="if_none"):

@@ -103,3 +103,10 @@ def test_scores_are_the_full_set_and_contrast_metrics():
     assert got[("contrast set", "Δ class-balanced")] == cont["delta_cb"]
     assert got[("contrast set", "pairs")] == int(cont["n_pairs"]) == 3
     assert {k for k, _ in got} == {"full set", "contrast set"} and len(got) == 4 + 7
+
+
+def test_claims_on_a_world_without_large_enough_contrast_sets_are_untestable():
+    full, con, ece = _paper_like()
+    claims = findings.table_claims(_table(full, dict.fromkeys(con, float("nan")), ece))
+    assert [c.holds for c in claims] == [None] * 6
+    assert all("not measurable in this world" in c.detail for c in claims)
