@@ -33,6 +33,7 @@ def _window_flips(correct: pd.DataFrame, names: list[str], mask: np.ndarray) -> 
 
 def one_run(seed: int, threads: int, phases=None) -> dict:
     os.environ["HELPERS_CACHE"] = tempfile.mkdtemp(prefix=f"world-s{seed}-t{threads}-")
+    os.environ["HELPERS_THREADS"] = str(threads)  # the builders call config.set_threads(), which reads it
     from helpers import config, contrast, sums
     from helpers.checkpoints import get_checkpoints
     from helpers.decoding import greedy_results
