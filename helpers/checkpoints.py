@@ -114,7 +114,7 @@ def load_checkpoint(name: str, revision: str | None = None):
     return load_any(name, revision)
 
 
-def per_checkpoint(artifact: str, checkpoints=None, default=None, **params) -> pd.DataFrame:
+def load_per_checkpoint(artifact: str, checkpoints=None, default=None, **params) -> pd.DataFrame:
     """One cached frame per checkpoint (`load_or_build(artifact, checkpoint=c, **params)`), concatenated.
 
     The one accessor behind every `*_results(split, checkpoints)` of the series; `checkpoints` and

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from . import config, sums
 from .artifacts import register
-from .checkpoints import load_checkpoint, per_checkpoint
+from .checkpoints import load_checkpoint, load_per_checkpoint
 from .model import chat_prompt
 
 MAX_NEW_TOKENS = 24  # the longest answer form ("The difference is 999.") plus the end mark
@@ -121,7 +121,7 @@ def _build_greedy(folder, checkpoint: str, split: str) -> pd.DataFrame:
 def greedy_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     """Cached greedy results of several checkpoints (default: all selected ones), one long frame."""
     sums.split(split)  # an unknown split name fails here, before anything is built
-    return per_checkpoint("greedy", checkpoints, split=split)
+    return load_per_checkpoint("greedy", checkpoints, split=split)
 
 
 def _candidates(tokenizer, chunk: pd.DataFrame, new: torch.Tensor, rank: str, logprob: torch.Tensor,

@@ -28,7 +28,7 @@ from sklearn.preprocessing import OneHotEncoder
 
 from .. import artifacts, config, lora, loop, sums
 from ..artifacts import register
-from ..checkpoints import get_checkpoints, per_checkpoint
+from ..checkpoints import get_checkpoints, load_per_checkpoint
 from ..decoding import greedy, greedy_results
 from ..model import build_model, build_tokenizer, load_pretrained
 from ..training import training_step_loss
@@ -261,4 +261,4 @@ def gcm_results(split: str = "test", eval_checkpoints=None, seed: int = config.S
     """GCM confidence in each evaluated checkpoint's greedy answers: the standard frame (notebook 05)."""
     sums.split(split)  # an unknown split fails here, before anything is trained
     seed = adapters.validate_seed(seed)
-    return per_checkpoint("gcm_results", eval_checkpoints, default=get_checkpoints().evaluation, split=split, seed=seed)
+    return load_per_checkpoint("gcm_results", eval_checkpoints, default=get_checkpoints().evaluation, split=split, seed=seed)

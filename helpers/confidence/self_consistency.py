@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from .. import config, sums
 from ..artifacts import register
-from ..checkpoints import load_checkpoint, per_checkpoint
+from ..checkpoints import load_checkpoint, load_per_checkpoint
 from ..decoding import beams, greedy, sample
 
 
@@ -104,7 +104,7 @@ def _build_beams(folder, checkpoint: str, split: str) -> pd.DataFrame:
 def beam_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     """Cached beams of several checkpoints (default: all selected), one long frame."""
     sums.split(split)  # an unknown split name fails here, before anything is built
-    return per_checkpoint("beams", checkpoints, split=split)
+    return load_per_checkpoint("beams", checkpoints, split=split)
 
 
 def _per_checkpoint_sc(candidates: pd.DataFrame, questions: pd.DataFrame, weight: str) -> pd.DataFrame:
@@ -135,7 +135,7 @@ def _build_samples(folder, checkpoint: str, split: str) -> pd.DataFrame:
 def sampled_sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     """The sampling variant of SC: the majority's share of k samples at T = 1."""
     sums.split(split)
-    samples = per_checkpoint("samples", checkpoints, split=split)
+    samples = load_per_checkpoint("samples", checkpoints, split=split)
     return _per_checkpoint_sc(samples.assign(ended=samples["answer"].notna()), sums.split(split), "count")
 
 
@@ -155,7 +155,7 @@ def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
 
 def rephrasing_results(checkpoints=None) -> pd.DataFrame:
     """Greedy answers under every phrasing: checkpoint, question_id, template, answer, correct, confidence."""
-    return per_checkpoint("rephrasings", checkpoints)
+    return load_per_checkpoint("rephrasings", checkpoints)
 
 
 def agreement(answers) -> float:
