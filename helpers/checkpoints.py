@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import artifacts
@@ -65,6 +66,15 @@ def world() -> dict:
     """The cached training run: its log, the selected checkpoint names and the per-save flips (builds if needed)."""
     run, selection = artifacts.load_or_build("world"), artifacts.load_or_build("selection")
     return {"log": run["log"], **selection}
+
+
+def phases() -> dict[str, str]:
+    """The data phase ("small", "large" or "uniform") each selected checkpoint was saved in, by name.
+
+    Notebooks 00, 03, 05 and 06 print it where the mixture matters to a result."""
+    log = world()["log"]
+    phase = dict(zip(log["step"].astype(int), log["phase"]))
+    return {name: phase[int(name.split("-")[1])] for name in get_checkpoints().all}
 
 
 def get_checkpoints() -> Checkpoints:
@@ -122,3 +132,39 @@ def load_per_checkpoint(artifact: str, checkpoints=None, default=None, **params)
     """
     names = get_checkpoints().validate(checkpoints, default)
     return pd.concat([artifacts.load_or_build(artifact, checkpoint=c, **params) for c in names], ignore_index=True)
+
+
+def window_changes(results: pd.DataFrame, windows: dict, groups: dict, at_least: float = 0.0) -> pd.DataFrame:
+    """How knowledge moves inside each window of checkpoints, per group of questions (notebook 00).
+
+    `results` is a greedy frame (checkpoint, question_id, correct); `windows` maps a name to checkpoints
+    in training order (e.g. {"training": ck.training, "evaluation": ck.evaluation}); `groups` maps a
+    name to question ids. One row per (window, group): accuracy at every checkpoint of the window, the
+    questions that improve and regress between neighbouring checkpoints (summed over neighbours), and
+    the largest rise and fall of accuracy between neighbours. Knowledge moves "both ways" in a window
+    when the largest rise and the largest fall both exceed `at_least` (an accuracy difference).
+    """
+    correct = results.pivot(index="question_id", columns="checkpoint", values="correct")
+    rows = []
+    for window, names in windows.items():
+        names = list(names)
+        if len(names) < 2:
+            raise ValueError(f"window {window!r} needs at least two checkpoints, got {names}")
+        missing = [n for n in names if n not in correct.columns]
+        if missing:
+            raise ValueError(f"results has no answers from {missing}; pass greedy results of every window's checkpoints")
+        for group, ids in groups.items():
+            part = correct.loc[correct.index.intersection(pd.Index(ids)), names].astype(bool).to_numpy()
+            if part.size == 0:
+                raise ValueError(f"group {group!r} has no question in results")
+            accuracy = part.mean(axis=0)
+            steps = np.diff(accuracy)
+            rows.append({"window": window, "group": group, "questions": part.shape[0],
+                         "accuracy": " ".join(f"{x:.2f}" for x in accuracy),
+                         "improvements": int((~part[:, :-1] & part[:, 1:]).sum()),
+                         "regressions": int((part[:, :-1] & ~part[:, 1:]).sum()),
+                         "largest rise": round(max(float(steps.max()), 0.0), 3) + 0.0,
+                         "largest fall": round(max(float(-steps.min()), 0.0), 3) + 0.0})
+    table = pd.DataFrame(rows)
+    table["both ways"] = (table["largest rise"] > at_least) & (table["largest fall"] > at_least)
+    return table.set_index(["window", "group"])

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from . import config, contrast, metrics, stats
 from .artifacts import load_or_build, register
 from .checkpoints import get_checkpoints
-from .confidence import adapters, baselines, posthoc
+from .confidence import adapters, baselines, p_true, posthoc
 from .confidence import self_consistency as sc
 from .decoding import greedy_results
 
@@ -81,6 +81,7 @@ METHODS: dict[str, Callable[[], pd.DataFrame]] = {
                                                 n_examples=len(_ck().training) * config.splits().n_adapter_train),
     "self-consistency": _sc,
     "token probability": _greedy,
+    "P(True)": lambda: p_true.p_true_results("test", _ck().evaluation),
     "SC + isotonic": lambda: _recalibrated("isotonic", "sc"),
     "SC + temperature": lambda: _recalibrated("temperature", "sc"),
     "SC + Platt": lambda: _recalibrated("platt", "sc"),
@@ -96,7 +97,7 @@ METHODS: dict[str, Callable[[], pd.DataFrame]] = {
 
 # The tables the notebooks show (and `python -m helpers build` prebuilds).
 TABLES = {
-    "05": ["oracle adapter", "non-oracle adapter", "self-consistency", "token probability", "SC + isotonic",
+    "05": ["oracle adapter", "non-oracle adapter", "P(True)", "self-consistency", "token probability", "SC + isotonic",
            "SC + temperature", "SC + Platt", "non-oracle + isotonic", "checkpoint index", "GCM", "copy (SC)",
            "copy (non-oracle adapter)", "surrogate (SC)", "surrogate (non-oracle adapter)"],
     "06": ["oracle adapter", "multi-checkpoint adapter", "single-checkpoint data", "multi-answer adapter",

@@ -32,7 +32,19 @@ ACTIVATION = "gelu_pytorch_tanh"
 
 def chat_prompt(question: str) -> str:
     """The prompt the model answers: `<bos><user>question<assistant>`."""
-    return f"{BOS}{USER}{question}{ASSISTANT}"
+    return conversation_prompt((question,))
+
+
+def conversation_prompt(turns) -> str:
+    """`<bos><user>t0<assistant>t1<eos><user>t2<assistant>`: user and assistant turns alternate, and the
+    prompt ends on a user turn, so the model's next text is the assistant's reply."""
+    turns = tuple(turns)
+    if len(turns) % 2 != 1:
+        raise ValueError(f"a prompt needs an odd number of turns (it ends on the user's), got {len(turns)}")
+    text = BOS
+    for i, turn in enumerate(turns):
+        text += f"{USER}{turn}{ASSISTANT}" if i % 2 == 0 else f"{turn}{EOS}"
+    return text
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:

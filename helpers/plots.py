@@ -93,26 +93,82 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
     return ax
 
 
-def learning_curves(log, phases=None):
-    """Loss and monitor accuracy along training, with the data phases shaded. Used in notebook 00.
+RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "subtraction": "#2ca02c"}  # kinds of question
 
-    `log` has columns step, phase, loss, accuracy, accuracy_small, accuracy_rest. Returns the Figure.
+
+def _shade_phases(axes, steps, phases, label_ax=None) -> None:
+    """Shade every stretch of steps where "large" operands dominate (darker) or the mix is uniform (lighter)."""
+    steps, phases = np.asarray(steps), list(phases)
+    width = np.median(np.diff(steps)) if len(steps) > 1 else 1
+    start = 0
+    for i in range(1, len(phases) + 1):
+        if i < len(phases) and phases[i] == phases[start]:
+            continue
+        alpha = {"large": 0.15, "uniform": 0.06}.get(phases[start], 0.0)
+        if alpha:
+            lo, hi = steps[start] - width, steps[i - 1]
+            for ax in axes:
+                ax.axvspan(lo, hi, color="grey", alpha=alpha, lw=0)
+            if label_ax is not None:
+                label_ax.text((lo + hi) / 2, 0.02, phases[start], ha="center", fontsize="x-small", color="dimgrey")
+        start = i
+
+
+def learning_curves(log):
+    """Loss and monitor accuracy per operand range along training, with the data phases shaded. Used in notebook 00.
+
+    `log` has columns step, phase, loss, accuracy and accuracy_<range> for small, mixed and large. Returns the Figure.
     """
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
     ax_loss.plot(log["step"], log["loss"], marker=".")
     ax_loss.set(xlabel="step", ylabel="answer-token loss", title="Training loss")
-    for column, label in [("accuracy", "all"), ("accuracy_small", "small operands"), ("accuracy_rest", "other")]:
-        ax_acc.plot(log["step"], log[column], marker=".", label=label)
+    ax_acc.plot(log["step"], log["accuracy"], marker=".", color="black", label="all")
+    for group in ("small", "mixed", "large"):
+        ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=RANGE_COLORS[group], label=f"{group} operands")
     ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1), title="Accuracy on the monitor set")
     ax_acc.legend(fontsize="small")
-    # Shade the saves made while "large" operands dominated the data, and the final uniform phase.
-    step = log["step"].diff().median() if len(log) > 1 else 1
-    for phase, label, alpha in [("large", "large operands", 0.15), ("uniform", "uniform", 0.07)]:
-        saves = log.loc[log["phase"] == phase, "step"]
-        if len(saves):
-            for ax in (ax_loss, ax_acc):
-                ax.axvspan(saves.min() - step, saves.max(), color="grey", alpha=alpha, lw=0)
-            ax_acc.text((saves.min() - step + saves.max()) / 2, 0.03, label, ha="center", fontsize="small", color="dimgrey")
+    _shade_phases((ax_loss, ax_acc), log["step"], log["phase"], label_ax=ax_acc)
+    return fig
+
+
+def mixture(frame, windows=None):
+    """The training stream along the run: operand ranges stacked, subtraction and verification shares as
+    lines, and the steps of each window of selected checkpoints marked. Used in notebook 00.
+
+    `frame` is `helpers.sums.mixture()`; `windows` maps a name to step numbers. Returns the Figure.
+    """
+    fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
+    groups = ["small", "mixed", "large"]
+    ax.stackplot(frame["step"], *[frame[g] for g in groups], colors=[RANGE_COLORS[g] for g in groups],
+                 alpha=0.35, labels=[f"{g} operands" for g in groups], step="post")
+    ax.step(frame["step"], frame["subtraction"], where="post", color=RANGE_COLORS["subtraction"], label="subtraction")
+    ax.step(frame["step"], frame["verification"], where="post", color="black", ls=":", label="verification (Yes/No)")
+    for (name, steps), color in zip((windows or {}).items(), ["#9467bd", "#d62728"]):
+        ax.plot(steps, np.full(len(steps), 1.03), "v", color=color, clip_on=False, label=f"{name} checkpoints")
+    ax.set(xlabel="step", ylabel="share of the training stream", ylim=(0, 1), xlim=(0, frame["step"].max() + frame["step"].diff().median()),
+           title="What the model trains on, step by step")
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return fig
+
+
+def window_accuracy(accuracy, windows):
+    """Accuracy per group of questions at every selected checkpoint, the windows shaded. Used in notebook 00.
+
+    `accuracy` is a frame indexed by checkpoint name (in training order) with one column per group;
+    `windows` maps a window name to its checkpoint names. Returns the Figure.
+    """
+    fig, ax = plt.subplots(figsize=(10, 3.4), layout="constrained")
+    x = np.arange(len(accuracy))
+    for group in accuracy.columns:
+        ax.plot(x, accuracy[group], marker="o", color=RANGE_COLORS.get(group.split()[0]), label=group)
+    names = list(accuracy.index)
+    for (name, members), color in zip(windows.items(), ["#9467bd", "#d62728"]):
+        idx = [names.index(m) for m in members]
+        ax.axvspan(min(idx) - 0.4, max(idx) + 0.4, color=color, alpha=0.08, lw=0)
+        ax.text((min(idx) + max(idx)) / 2, 1.02, f"{name} window", ha="center", color=color, fontsize="small")
+    ax.set_xticks(x, [n.replace("step-", "") for n in names], rotation=45)
+    ax.set(xlabel="checkpoint (step)", ylabel="greedy accuracy on test", ylim=(0, 1.08))
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 

@@ -27,6 +27,8 @@ ANSWER_TEMPLATES = {
     "sub": ["{c}", "It is {c}.", "The difference is {c}."],
 }
 FAMILIES = ("sum", "sub")
+VERIFY = "Correct?"  # the user's second turn in a verification conversation, after an answer
+VERDICTS = ("Yes", "No")  # its replies; the confidence read-out compares their first tokens
 TRANSFER_FAMILY = "sub"  # learned by the checkpoints, never seen by confidence adapters
 _INT = re.compile(r"-?\d+")
 
@@ -134,6 +136,22 @@ def is_small(a, b):
     return (np.asarray(a) < half) & (np.asarray(b) < half)
 
 
+RANGES = ("small", "mixed", "large")  # operand ranges (`operand_range`)
+# The share of the operand range each training phase draws both operands from (`config.world().phases`).
+PHASE_RANGES = {"small": (0.0, 0.5), "large": (0.5, 1.0), "uniform": (0.0, 1.0)}
+
+
+def operand_range(a, b) -> np.ndarray:
+    """"small" (both operands in the lower half of the range, below 500 in full mode), "large" (both in
+    the upper half) or "mixed" (one of each), for either family's operands.
+
+    The training mixture shifts between small and large operands (`config.world().phases`); notebook 00
+    shows accuracy per range at every selected checkpoint."""
+    half = (max_operand() + 1) // 2
+    low_a, low_b = np.asarray(a) < half, np.asarray(b) < half
+    return np.where(low_a & low_b, "small", np.where(~low_a & ~low_b, "large", "mixed"))
+
+
 def _draw_pairs(rng: np.random.Generator, family: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     """n distinct uniform operand pairs; subtraction keeps a >= b so answers are non-negative."""
     pairs: dict[tuple[int, int], None] = {}
@@ -205,41 +223,88 @@ def phase_at(step: int, total_steps: int) -> str:
 
 
 def _operands(rng: np.random.Generator, n: int, phase: str) -> tuple[np.ndarray, np.ndarray]:
-    """Operands for one batch: 95% of pairs in the phase's range, the rest uniform."""
-    ranges, w = config.phase_ranges(), config.world()
-    if phase not in ranges:
-        raise ValueError(f"unknown phase {phase!r}; choose one of {list(ranges)}")
+    """Operands for one batch: `phase_majority` of the pairs with both operands in the phase's range, the rest uniform."""
+    if phase not in PHASE_RANGES:
+        raise ValueError(f"unknown phase {phase!r}; choose one of {list(PHASE_RANGES)}")
     top = max_operand() + 1
     a, b = rng.integers(0, top, size=(2, n))
-    in_phase = rng.random(n) < w.phase_majority
-    low, high = (int(top * f) for f in ranges[phase])
+    in_phase = rng.random(n) < config.world().phase_majority
+    low, high = (int(top * f) for f in PHASE_RANGES[phase])
     a = np.where(in_phase, rng.integers(low, high, n), a)
     b = np.where(in_phase, rng.integers(low, high, n), b)
     return a, b
 
 
-def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.ndarray) -> list[tuple[str, str]]:
-    """n (question, answer) text pairs for the LM, with mixed phrasings and answer forms.
+def plausible_mistakes(rng: np.random.Generator, right) -> np.ndarray:
+    """A wrong answer per right one, the way the model itself errs: one digit off by one or two
+    (a carry dropped or added), in the units, tens or hundreds; never negative, never right."""
+    right = np.asarray(right, dtype=int)
+    place = rng.choice([1, 10, 100], size=right.shape, p=[0.3, 0.4, 0.3])
+    step = rng.choice([-2, -1, 1, 2], size=right.shape, p=[0.15, 0.35, 0.35, 0.15])
+    wrong = right + place * step
+    return np.where(wrong < 0, right + place * np.abs(step), wrong)
 
-    Held-out questions are redrawn, so evaluation splits never appear in training.
-    """
+
+def _draw_stream(rng: np.random.Generator, m: int, phase: str, held_out: np.ndarray) -> pd.DataFrame:
+    """m draws of the training stream as columns, before any text: operands, family, phrasing, answer
+    form, whether it is a verification conversation and which answer it shows; `keep` is False for
+    held-out questions (the caller redraws them)."""
     w = config.world()
-    question_weights, answer_weights = list(w.question_weights), list(w.answer_weights)
-    out: list[tuple[str, str]] = []
+    a, b = _operands(rng, m, phase)
+    is_sub = rng.random(m) < dict(w.transfer_shares)[phase]
+    a, b = np.where(is_sub, np.maximum(a, b), a), np.where(is_sub, np.minimum(a, b), b)
+    ids = np.where(is_sub, question_id("sub", a, b), question_id("sum", a, b))
+    right = np.where(is_sub, a - b, a + b)
+    draws = pd.DataFrame({
+        "a": a, "b": b, "sub": is_sub, "keep": ~np.isin(ids, held_out),
+        "template": rng.choice(len(w.question_weights), size=m, p=list(w.question_weights)),
+        "form": rng.choice(len(w.answer_weights), size=m, p=list(w.answer_weights)),
+        "verify": rng.random(m) < w.verification_share,
+        "shown_right": rng.random(m) < 0.5,
+    })
+    draws["shown"] = np.where(draws["shown_right"], right, plausible_mistakes(rng, right))
+    draws["answer"] = right
+    return draws
+
+
+def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.ndarray) -> list[tuple[str, ...]]:
+    """n conversations for the LM, with mixed phrasings and answer forms; the loss sees the last turn.
+
+    Most are (question, answer). A share (`config.world().verification_share`) are verification
+    conversations (question, candidate answer, `Correct?`, `Yes`/`No`), half with the right answer and
+    half with a plausible mistake, so that every checkpoint learns what `Yes` and `No` mean and judges
+    answers with what it knows (the confidence read-out of notebooks 05 and 06). Held-out questions are
+    redrawn, so evaluation splits never appear in training, in either kind.
+    """
+    out: list[tuple[str, ...]] = []
     while len(out) < n:
-        m = n - len(out)
-        a, b = _operands(rng, m, phase)
-        is_sub = rng.random(m) < w.transfer_share
-        a, b = np.where(is_sub, np.maximum(a, b), a), np.where(is_sub, np.minimum(a, b), b)
-        ids = np.where(is_sub, question_id("sub", a, b), question_id("sum", a, b))
-        ok = ~np.isin(ids, held_out)
-        qt = rng.choice(len(question_weights), size=m, p=question_weights)
-        at = rng.choice(len(answer_weights), size=m, p=answer_weights)
-        for x, y, sub, q, f, keep in zip(a.tolist(), b.tolist(), is_sub, qt, at, ok):
-            if keep:
-                fam = "sub" if sub else "sum"
-                out.append((question_text(fam, x, y, q), answer_text(fam, x - y if sub else x + y, f)))
+        draws = _draw_stream(rng, n - len(out), phase, held_out)
+        for d in draws[draws["keep"]].itertuples():
+            fam = "sub" if d.sub else "sum"
+            question = question_text(fam, d.a, d.b, d.template)
+            if d.verify:
+                out.append((question, answer_text(fam, d.shown, d.form), VERIFY, VERDICTS[0 if d.shown_right else 1]))
+            else:
+                out.append((question, answer_text(fam, d.answer, d.form)))
     return out
+
+
+def mixture(total_steps: int | None = None, every: int = 50, n: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """What the training stream holds along the run, measured by drawing it every `every` steps.
+
+    One row per drawn step: step, phase, and the shares of draws whose operands are small, mixed or
+    large (`operand_range`), that are subtraction, and that are verification conversations (notebook
+    00's mixture figure). `total_steps` defaults to `config.world().train_steps`.
+    """
+    total_steps = config.world().train_steps if total_steps is None else total_steps
+    rng, rows = np.random.default_rng(seed), []
+    for step in range(0, total_steps, every):
+        phase = phase_at(step, total_steps)
+        draws = _draw_stream(rng, n, phase, np.array([], dtype=int))
+        ranges = operand_range(draws["a"], draws["b"])
+        rows.append({"step": step, "phase": phase, **{r: float((ranges == r).mean()) for r in RANGES},
+                     "subtraction": float(draws["sub"].mean()), "verification": float(draws["verify"].mean())})
+    return pd.DataFrame(rows)
 
 
 def fresh_questions(rng: np.random.Generator, n: int, family: str = "sum") -> pd.DataFrame:

@@ -1,12 +1,12 @@
 """One training run of the tiny model, its saved checkpoints, and which of them the series uses.
 
-The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A shifting
-data mixture (small operands, then large, then small again, then the uniform mix while the learning rate
-anneals) makes knowledge both appear and disappear between checkpoints, like continued pre-training.
+The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A data mixture
+that alternates between small and large operands, then the uniform mix while the learning rate anneals,
+makes knowledge both appear and disappear between checkpoints, like pre-training on shifting data.
 Every size and the mixture come from `config.world()`. Which checkpoints were selected, and where they
 live, is `helpers.checkpoints` (re-exported here for the notebooks).
 
-Layer 5: imports config, sums, artifacts, model, loop, checkpoints and decoding.
+Layer 5: imports config, sums, artifacts, model, loop, contrast, checkpoints and decoding.
 """
 from __future__ import annotations
 
@@ -20,17 +20,21 @@ from tqdm import tqdm
 
 from . import artifacts, config, loop, sums
 from .artifacts import register
+from .contrast import consecutive_pairs, flip_counts
 from .checkpoints import (Checkpoints, checkpoint_path, get_checkpoints, saved_steps,  # noqa: F401 (re-exported)
-                          step_name, world)
-from .decoding import greedy
-from .model import build_model, build_tokenizer, chat_prompt, load_pretrained
+                          step_name, window_changes, world)
+from .decoding import greedy, greedy_results
+from .model import build_model, build_tokenizer, conversation_prompt, load_pretrained
 
 
-def encode_training_pairs(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, torch.Tensor]:
-    """Right-padded (prompt + answer + end mark) ids; the loss sees only the answer and end mark."""
-    prompts = [chat_prompt(q) for q, _ in pairs]
+def encode_training_pairs(tokenizer, pairs: list[tuple[str, ...]]) -> dict[str, torch.Tensor]:
+    """Right-padded (prompt + reply + end mark) ids; the loss sees only the reply and end mark.
+
+    Each conversation is (question, answer) or longer (`helpers.sums.training_batch`): every turn but
+    the last makes the prompt (`helpers.model.conversation_prompt`), the last is the reply."""
+    prompts = [conversation_prompt(turns[:-1]) for turns in pairs]
     prompt_len = torch.tensor([len(p) for p in tokenizer(prompts, add_special_tokens=False)["input_ids"]])
-    enc = tokenizer([p + a + tokenizer.eos_token for p, (_, a) in zip(prompts, pairs)],
+    enc = tokenizer([p + turns[-1] + tokenizer.eos_token for p, turns in zip(prompts, pairs)],
                     add_special_tokens=False, padding=True, padding_side="right", return_tensors="pt")
     positions = torch.arange(enc["input_ids"].shape[1])
     is_answer = (positions >= prompt_len[:, None]) & enc["attention_mask"].bool()
@@ -51,7 +55,7 @@ def training_step_loss(model, tokenizer, pairs: list[tuple[str, str]], n_buckets
     Sorting by length and running a few narrower forward passes is much cheaper on CPU than padding
     the whole batch to its longest phrasing. Gradients accumulate as if it were one batch.
     """
-    pairs = sorted(pairs, key=lambda qa: len(qa[0]) + len(qa[1]))
+    pairs = sorted(pairs, key=lambda turns: sum(len(t) for t in turns))
     size = math.ceil(len(pairs) / n_buckets)
     chunks = [encode_training_pairs(tokenizer, pairs[i : i + size]) for i in range(0, len(pairs), size)]
     n_tokens = sum(int((c["labels"][:, 1:] != -100).sum()) for c in chunks)
@@ -79,9 +83,9 @@ def _monitor(model, tokenizer, monitor: pd.DataFrame) -> dict[str, float]:
     model.eval()
     res = greedy(model, tokenizer, monitor, progress=False)
     model.train()
-    small = monitor["small"].to_numpy()
+    ranges = sums.operand_range(monitor["a"], monitor["b"])
     correct = res["correct"].to_numpy()
-    return {"accuracy": correct.mean(), "accuracy_small": correct[small].mean(), "accuracy_rest": correct[~small].mean()}
+    return {"accuracy": correct.mean(), **{f"accuracy_{r}": correct[ranges == r].mean() for r in sums.RANGES}}
 
 
 def train_run(folder: Path, seed: int | None = None) -> pd.DataFrame:
@@ -159,33 +163,60 @@ def select_checkpoints(log: pd.DataFrame, n: int, first_below: float | None = No
     return [int(steps[i]) for i in picks]
 
 
+def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int, cut: float,
+                 first_below: float | None = None) -> tuple[list[int], list[int]]:
+    """Training and evaluation steps: two windows of saves, picked by knowledge change in each.
+
+    `correct` is (saves, monitor questions) booleans. The run from `first_save(log, first_below)` to the
+    final save is cut at share `cut` of its saves: the training window before, the evaluation window
+    after. Training picks are spread along the cumulative flips (`monitor_flips`); evaluation picks end
+    at the final save and make the fewest regressions between neighbouring picks as large as possible
+    (`evaluation_picks`), so that "the later checkpoint is right" is as wrong as this run allows. Where
+    a window has too few saves the cut moves, and where the run learns too late for both, the start does.
+    """
+    correct = _saves_by_questions(correct)
+    total, needed = len(log), n_training + n_evaluation
+    if total < needed or correct.shape[0] != total:
+        raise ValueError(f"the run saved {total} checkpoints ({correct.shape[0]} scored) but {needed} are to be "
+                         "picked; save more often or pick fewer")
+    # A run that learns late starts earlier than `first_below` asks, so that every pick exists
+    # (notebook 00's rules then report the first accuracy).
+    start = min(first_save(log, first_below), total - needed)
+    split = start + int(round(cut * (total - start)))
+    split = min(max(split, start + n_training), total - n_evaluation)
+    flips = monitor_flips(correct)
+    training = select_checkpoints(log.iloc[start:split], n_training, first_below=0.0, changes=flips[start:split])
+    evaluation = [int(log["step"].iloc[i]) for i in evaluation_picks(correct, n_evaluation, earliest=split)]
+    return training, evaluation
+
+
+def evaluation_picks(correct, n: int, earliest: int = 0) -> list[int]:
+    """Indices of `n` saves from `earliest` on, ending with the last save, that make the fewest
+    regressions (right at a pick, wrong at the next) between neighbouring picks as large as possible.
+
+    `correct` is (saves, questions) booleans. An exact dynamic programme over (picks so far, last pick);
+    ties go to the chain that starts earliest.
+    """
+    correct = _saves_by_questions(correct)
+    last = correct.shape[0] - 1
+    if n < 1 or last - earliest + 1 < n:
+        raise ValueError(f"cannot pick {n} evaluation saves from saves {earliest}..{last}")
+    c = correct.astype(np.int32)
+    lost = c @ (1 - c).T  # lost[i, j]: right at i, wrong at j
+    # best[j] = (fewest regressions along the chain, chain) over chains of the current length ending at j
+    best = {j: (np.inf, [j]) for j in range(earliest, last + 1)}
+    for _ in range(n - 1):
+        best = {j: max(((min(m, lost[i, j]), chain + [j]) for i, (m, chain) in best.items() if i < j),
+                       key=lambda mc: (mc[0], -mc[1][0]))
+                for j in range(earliest, last + 1) if any(i < j for i in best)}
+    return best[last][1]
+
+
 def _saves_by_questions(correct) -> np.ndarray:
     correct = np.asarray(correct, dtype=bool)
     if correct.ndim != 2 or correct.shape[0] == 0:
         raise ValueError(f"correct must be a (saves, questions) boolean array, got shape {correct.shape}")
     return correct
-
-
-def evaluation_picks(correct: np.ndarray, n: int, min_regressions: int, earliest: int = 0) -> list[int]:
-    """Indices of `n` saves ending with the last one, each the latest save before the next pick that
-    has at least `min_regressions` questions right where the next pick is wrong.
-
-    `correct` is (n_saves, n_questions) booleans on the monitor set. Contrast sets need regressions
-    between neighbouring evaluation checkpoints; near the end of an annealed run the model barely
-    forgets, so neighbouring saves there would be near-copies. Where no earlier save has enough
-    regressions, the previous save is taken (and notebook 00's check reports the shortfall).
-    """
-    correct = _saves_by_questions(correct)
-    if n < 1 or correct.shape[0] - earliest < n:
-        raise ValueError(f"cannot pick {n} evaluation saves from saves {earliest}..{correct.shape[0] - 1}")
-    picks = [correct.shape[0] - 1]
-    while len(picks) < n:
-        after = picks[0]
-        lowest = earliest + (n - 1 - len(picks))  # leave room for the picks still to come
-        lost = (correct[lowest:after] & ~correct[after]).sum(axis=1)  # regressions into `after`
-        enough = np.flatnonzero(lost >= min_regressions)
-        picks.insert(0, lowest + int(enough[-1]) if enough.size else after - 1)
-    return picks
 
 
 def monitor_flips(correct: np.ndarray) -> np.ndarray:
@@ -197,13 +228,13 @@ def monitor_flips(correct: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], (correct[1:] != correct[:-1]).sum(axis=1)])
 
 
-@register("world", version="1")
+@register("world", version="2")
 def _build_world(folder: Path) -> dict:
     """Train the model and save every checkpoint (the `selection` artifact picks the ones used)."""
     return {"log": train_run(folder)}
 
 
-@register("selection", version="1")
+@register("selection", version="4")
 def _build_selection(folder: Path) -> dict:
     """Score every save on the monitor questions, then pick the checkpoints the series uses."""
     s, log = config.world(), artifacts.load_or_build("world")["log"]
@@ -215,14 +246,45 @@ def _build_selection(folder: Path) -> dict:
         correct.append(greedy(model, tokenizer, monitor, progress=False)["correct"].to_numpy())
     correct = np.array(correct)
     changes = monitor_flips(correct)
-    # Evaluation checkpoints: from the end backwards, each with enough regressions into the next.
-    # Training checkpoints: spread along the knowledge change between the start and the first of those.
-    start = first_save(log)
-    n_eval = s.n_checkpoints - s.n_training_checkpoints
-    min_lost = math.ceil(s.monitor_min_regressions * s.n_monitor / 1000)
-    evaluation = evaluation_picks(correct, n_eval, min_lost, earliest=start + s.n_training_checkpoints)
-    early = log.iloc[start : evaluation[0]]
-    training = select_checkpoints(early, s.n_training_checkpoints, first_below=0.0, changes=changes[start : evaluation[0]])
-    steps = training + [int(log["step"].iloc[i]) for i in evaluation]
+    training, evaluation = window_picks(log, correct, s.n_training_checkpoints,
+                                        s.n_checkpoints - s.n_training_checkpoints, s.evaluation_start)
+    steps = training + evaluation
     return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
             "changes": pd.Series(changes, index=log["step"], name="monitor answers flipped since the previous save")}
+
+
+def world_rules() -> dict:
+    """The rules the series needs from its world, measured on the selected checkpoints (notebook 00).
+
+    Returns `values`: name -> (measured value, whether the rule holds), for the first and last test
+    accuracy, the evaluation pairs with a contrast set of at least `config.contrast().min_size` (most of
+    them), the fewest regressions between neighbouring evaluation checkpoints, and the evaluation pairs
+    whose subtraction contrast set reaches `config.contrast().min_size_transfer` (at least one: notebook
+    06's domain transfer); and `windows`: `checkpoints.window_changes` of each operand range and
+    subtraction inside the training and the evaluation window, "both ways" when accuracy rises and
+    falls by more than `both_ways_at_least`. Thresholds: `config.world().rules`.
+    """
+    ck, rules, c = get_checkpoints(), dict(config.world().rules), config.contrast()
+    test, sub = greedy_results("test"), greedy_results("transfer_test")
+    accuracy = test.groupby("checkpoint", sort=False)["correct"].mean()
+    flips = flip_counts(test, ck.evaluation)
+    neighbours = flips.merge(pd.DataFrame(consecutive_pairs(ck.evaluation), columns=["ckpt_i", "ckpt_j"]))
+    need_regressions = max(1, round(rules["regressions_per_5000"] * config.splits().n_test / 5000))
+    big, big_sub = int((flips["contrast"] >= c.min_size).sum()), int((flip_counts(sub, ck.evaluation)["contrast"] >= c.min_size_transfer).sum())
+    values = {
+        f"first accuracy (< {rules['first_below']})": (round(float(accuracy[ck.all[0]]), 3), accuracy[ck.all[0]] < rules["first_below"]),
+        f"last accuracy (>= {rules['last_at_least']})": (round(float(accuracy[ck.all[-1]]), 3), accuracy[ck.all[-1]] >= rules["last_at_least"]),
+        f"evaluation pairs with >= {c.min_size} contrast questions (most)": (f"{big}/{len(flips)}", big > len(flips) / 2),
+        f"fewest regressions between neighbouring evaluation checkpoints (>= {need_regressions})":
+            (int(neighbours["regressions"].min()), neighbours["regressions"].min() >= need_regressions),
+        f"evaluation pairs with >= {c.min_size_transfer} subtraction contrast questions (>= 1)": (big_sub, big_sub >= 1),
+    }
+    questions = sums.split("test")
+    ranges = sums.operand_range(questions["a"], questions["b"])
+    groups = {f"{r} operands": questions["question_id"][ranges == r] for r in sums.RANGES}
+    windows = {"training": ck.training, "evaluation": ck.evaluation}
+    at_least = rules["both_ways_at_least"]
+    table = pd.concat([window_changes(test, windows, groups, at_least),
+                       window_changes(sub, windows, {"subtraction": sums.split("transfer_test")["question_id"]}, at_least)])
+    order = [(w, g) for w in windows for g in [*groups, "subtraction"]]
+    return {"values": {k: (v, bool(ok)) for k, (v, ok) in values.items()}, "windows": table.loc[order]}

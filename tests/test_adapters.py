@@ -38,18 +38,14 @@ def test_confidence_is_softmax_over_yes_no_logits(ck):
     questions = ["What is 3+4?", "What is 12+85?", "What is 7+0?"]
     answers = ["7", "It is 97.", ""]  # different lengths: the batch is padded
     got = A.adapter_confidence(model, tok, questions, answers)
-    raw = A.adapter_confidence(model, tok, questions, answers, normalize=False)
     y, n = tok.convert_tokens_to_ids(["Y"]), tok.convert_tokens_to_ids(["N"])
-    head = model.get_base_model().lm_head.weight
-    temperature = (head[y[0]] - head[n[0]]).norm()
     for i, (q, a) in enumerate(zip(questions, answers)):
         text = f"<bos><user>{q}<assistant>{a}<eos><user>Correct?<assistant>"
         ids = torch.tensor([tok.convert_tokens_to_ids(tok.tokenize(text))])  # no padding, one prompt
         with torch.no_grad():
             last = model(input_ids=ids).logits[0, -1]
         pair_logits = torch.stack([last[y[0]], last[n[0]]])
-        assert got[i] == pytest.approx(torch.softmax(pair_logits / temperature, 0)[0].item(), abs=1e-5)
-        assert raw[i] == pytest.approx(torch.softmax(pair_logits, 0)[0].item(), abs=1e-5)
+        assert got[i] == pytest.approx(torch.softmax(pair_logits, 0)[0].item(), abs=1e-5)
     assert 0.0 < got.min() and got.max() < 1.0
 
 
@@ -126,9 +122,9 @@ def test_multi_checkpoint_batches_run_through_their_own_weights(pair, monkeypatc
     seen = []
     original = A._batch_loss
 
-    def recording(model, tokenizer, batch, temperature):
+    def recording(model, tokenizer, batch):
         seen.append((set(batch["checkpoint"]), lora.base_weights_hash(model)))
-        return original(model, tokenizer, batch, temperature)
+        return original(model, tokenizer, batch)
 
     monkeypatch.setattr(A, "_batch_loss", recording)
     model, tok = load_checkpoint(pair[0])
@@ -210,3 +206,35 @@ def test_multi_answer_results_cover_the_evaluation_checkpoints(ck):
     res = A.multi_answer_results(ck.training[-1])
     assert set(res["checkpoint"]) == set(ck.evaluation)
     assert res["confidence"].between(0, 1).all()
+
+
+def test_the_readout_prompt_is_the_training_streams_verification_prompt():
+    from helpers.model import build_tokenizer
+    from helpers.training import encode_training_pairs
+
+    tok = build_tokenizer()
+    enc = encode_training_pairs(tok, [("What is 3+4?", "It is 7.", sums.VERIFY, "Yes")])
+    prompt = tok(A.verification_prompt("What is 3+4?", "It is 7."), add_special_tokens=False)["input_ids"]
+    assert enc["input_ids"][0, :len(prompt)].tolist() == prompt
+    labels = enc["labels"][0]
+    first = int((labels != -100).nonzero()[0])
+    # the loss starts exactly where the read-out reads: the first token of the reply, `Y`
+    assert first == len(prompt) and tok.convert_ids_to_tokens(int(labels[first])) == A.YES
+
+
+def test_p_true_is_the_base_checkpoints_own_yes_no_readout(ck):
+    from helpers.confidence import p_true
+    from helpers.decoding import greedy_results
+
+    name = ck.evaluation[-1]
+    df = p_true.p_true_results("test", [name]).set_index("question_id")
+    assert (df["checkpoint"] == name).all() and df["confidence"].between(0, 1).all()
+    model, tok = load_checkpoint(name)
+    y, n = A.yes_no_ids(tok)
+    answers = greedy_results("test", [name]).merge(sums.split("test")[["question_id", "question"]], on="question_id")
+    for row in answers.head(4).itertuples():
+        ids = torch.tensor([tok(A.verification_prompt(row.question, row.text), add_special_tokens=False)["input_ids"]])
+        with torch.no_grad():
+            last = model(input_ids=ids).logits[0, -1]  # the bare checkpoint: no adapter, no temperature
+        expected = torch.softmax(torch.stack([last[y], last[n]]), 0)[0].item()
+        assert df.loc[row.question_id, "confidence"] == pytest.approx(expected, abs=1e-5)

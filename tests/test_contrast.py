@@ -258,3 +258,29 @@ def test_contrast_rows_long_layout(tiny):
     assert len(rows) == 6
     assert rows.groupby("question_id")["correct"].sum().tolist() == [1, 1, 1]
     assert rows.groupby("question_id")["confidence"].sum().to_numpy() == pytest.approx(1.0)
+
+
+def test_window_changes_counts_flips_and_moves_by_hand():
+    from helpers.checkpoints import window_changes
+
+    # Three checkpoints, four questions; group "a" = questions 1, 2, group "b" = questions 3, 4.
+    correct = {"c1": [1, 0, 1, 1], "c2": [0, 1, 1, 0], "c3": [1, 1, 0, 0]}
+    rows = [{"checkpoint": c, "question_id": q, "correct": bool(v)}
+            for c, values in correct.items() for q, v in zip([1, 2, 3, 4], values)]
+    table = window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"a": [1, 2], "b": [3, 4]})
+    a, b = table.loc[("w", "a")], table.loc[("w", "b")]
+    # group a: accuracy 0.5, 0.5, 1.0; q1 regresses then improves, q2 improves
+    assert a["accuracy"] == "0.50 0.50 1.00" and (a["improvements"], a["regressions"]) == (2, 1)
+    assert (a["largest rise"], a["largest fall"], a["both ways"]) == (0.5, 0.0, False)
+    # group b: accuracy 1.0, 0.5, 0.0; only regressions
+    assert (b["improvements"], b["regressions"], b["largest fall"], b["both ways"]) == (0, 2, 0.5, False)
+    # q1 alone: accuracy 1, 0, 1 moves both ways, by a full point each way
+    alone = window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1]}, at_least=0.5)
+    assert bool(alone.loc[("w", "q1"), "both ways"])
+    assert not window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1]}, at_least=1.0).loc[("w", "q1"), "both ways"]
+    with pytest.raises(ValueError, match="at least two"):
+        window_changes(pd.DataFrame(rows), {"w": ["c1"]}, {"a": [1]})
+    with pytest.raises(ValueError, match="no answers from"):
+        window_changes(pd.DataFrame(rows), {"w": ["c1", "c9"]}, {"a": [1]})
+    with pytest.raises(ValueError, match="no question"):
+        window_changes(pd.DataFrame(rows), {"w": ["c1", "c2"]}, {"a": [99]})

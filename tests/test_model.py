@@ -98,7 +98,7 @@ def test_training_log_and_selection(world):
 
     log, s = world["log"], config.world()
     assert len(log) == s.train_steps // s.save_every
-    assert {"step", "loss", "accuracy", "accuracy_small", "phase"} <= set(log.columns)
+    assert {"step", "loss", "accuracy", "accuracy_small", "accuracy_mixed", "accuracy_large", "phase"} <= set(log.columns)
     assert log["loss"].iloc[-1] < log["loss"].iloc[0]  # it learns something even in fast mode
     ck = get_checkpoints()
     assert len(ck.all) == s.n_checkpoints
@@ -173,31 +173,46 @@ def test_selection_spreads_picks_along_knowledge_change():
         monitor_flips(np.zeros(3))
 
 
-def test_evaluation_picks_guarantee_regressions_between_neighbours():
+def test_window_picks_cut_the_run_in_two_windows():
+    import pandas as pd
+
+    from helpers.training import window_picks
+
+    log = pd.DataFrame({"step": np.arange(100, 1300, 100), "accuracy": np.linspace(0.0, 0.9, 12)})
+    correct = np.random.default_rng(0).random((12, 300)) < 0.5  # every save forgets and learns plenty
+    # accuracy first reaches 0.2 at save 3 (0.245), so the run starts at save 2 (step 300); 10 saves from
+    # there, cut at 0.4 of them: the training window is steps 300-600, the evaluation window 700-1200
+    training, evaluation = window_picks(log, correct, 3, 4, cut=0.4, first_below=0.2)
+    assert training[0] == 300 and max(training) <= 600 and len(training) == 3
+    assert min(evaluation) >= 700 and evaluation[-1] == 1200 and len(evaluation) == 4
+    # a cut too late for the evaluation window moves back so that it keeps its picks
+    training, evaluation = window_picks(log, correct, 3, 4, cut=0.9, first_below=0.2)
+    assert evaluation == [900, 1000, 1100, 1200] and training[-1] == 800
+    # a run that learns late (accuracy reaches 0.8 only at save 10): the start moves back to leave 7 picks
+    training, evaluation = window_picks(log, correct, 3, 4, cut=0.4, first_below=0.8)
+    assert training[0] == 600 and len(set(training + evaluation)) == 7
+    with pytest.raises(ValueError, match="pick fewer"):
+        window_picks(log, correct, 6, 7, cut=0.4, first_below=0.2)
+
+
+def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
+    from itertools import combinations
+
     from helpers.training import evaluation_picks
 
-    rng = np.random.default_rng(0)
-    correct = rng.random((12, 400)) < np.linspace(0.3, 0.95, 12)[:, None]
+    rng = np.random.default_rng(1)
+    correct = rng.random((9, 40)) < np.linspace(0.3, 0.9, 9)[:, None]
     lost = lambda a, b: int((correct[a] & ~correct[b]).sum())
-    picks = evaluation_picks(correct, 4, min_regressions=12)
-    assert picks[-1] == 11 and picks == sorted(set(picks)) and len(picks) == 4
-    for a, b in zip(picks, picks[1:]):
-        assert lost(a, b) >= 12
-        # and a is the latest such save: every save between a and b has fewer regressions into b
-        assert all(lost(k, b) < 12 for k in range(a + 1, b))
-    # by hand: saves 1-3 are copies, save 4 forgets q0-q1, save 3 lost q2-q3 that save 0 knew
+    picks = evaluation_picks(correct, 4, earliest=2)
+    assert picks[-1] == 8 and picks == sorted(set(picks)) and picks[0] >= 2
+    fewest = min(lost(a, b) for a, b in zip(picks, picks[1:]))
+    # brute force over every chain ending at the last save: none does better
+    best = max(min(lost(a, b) for a, b in zip(chain + (8,), (chain + (8,))[1:])) for chain in combinations(range(2, 8), 3))
+    assert fewest == best
+    # by hand: saves 1-3 are copies (no regressions between them), save 4 forgets q0-q1
     hand = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1]], dtype=bool)
-    assert evaluation_picks(hand, 3, min_regressions=2) == [0, 3, 4]  # skips the copies 1 and 2
-    assert evaluation_picks(hand, 3, min_regressions=3) == [2, 3, 4]  # none qualifies: previous saves
-    # a plateau of identical saves: no regressions at all, so the previous save is taken
-    flat = np.ones((6, 10), dtype=bool)
-    assert evaluation_picks(flat, 3, min_regressions=1) == [3, 4, 5]
-    # the latest pick before save 5 must leave room for one more, so it falls back to save 4; save 0 qualifies before it
-    early = np.ones((6, 10), dtype=bool)
-    early[1:, 0] = False  # only save 0 is right where the later ones are wrong
-    assert evaluation_picks(early, 3, min_regressions=1) == [0, 4, 5]
-    assert evaluation_picks(early, 2, min_regressions=1, earliest=0) == [0, 5]
+    assert evaluation_picks(hand, 3) == [0, 1, 4]  # 0 -> 1 loses two, 1 -> 4 loses two; the earliest such chain
     with pytest.raises(ValueError, match="cannot pick"):
-        evaluation_picks(flat, 7, min_regressions=1)
+        evaluation_picks(hand, 4, earliest=2)
     with pytest.raises(ValueError, match="boolean array"):
-        evaluation_picks(np.zeros(4), 2, min_regressions=1)
+        evaluation_picks(np.zeros(4), 2)

@@ -90,18 +90,22 @@ def test_confidence_histogram():
     assert sum(p.get_height() for p in ax.patches) == len(conf)
 
 
-def test_learning_curves_shade_the_large_and_uniform_phases():
+def test_learning_curves_shade_every_large_and_uniform_stretch():
     import pandas as pd
     from matplotlib.patches import Rectangle
 
     from helpers.plots import learning_curves
 
-    log = pd.DataFrame({"step": [100, 200, 300, 400, 500], "phase": ["small", "large", "large", "small", "uniform"],
-                        "loss": [1.0, 0.8, 0.6, 0.5, 0.4], "accuracy": [0.1, 0.2, 0.3, 0.4, 0.5]})
-    log["accuracy_small"] = log["accuracy_rest"] = log["accuracy"]
+    log = pd.DataFrame({"step": [100, 200, 300, 400, 500, 600, 700],
+                        "phase": ["small", "large", "large", "small", "large", "uniform", "uniform"],
+                        "loss": [1.0, 0.8, 0.6, 0.5, 0.45, 0.4, 0.3], "accuracy": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]})
+    for group in ("small", "mixed", "large"):
+        log[f"accuracy_{group}"] = log["accuracy"]
     fig = learning_curves(log)
     loss_ax, acc_ax = fig.axes
     spans = [p for p in acc_ax.patches if isinstance(p, Rectangle)]
-    assert len(spans) == 2 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 2
-    assert sorted(t.get_text() for t in acc_ax.texts) == ["large operands", "uniform"]
-    assert len(acc_ax.get_lines()) == 3
+    # two separate large stretches and one uniform stretch, shaded on both axes
+    assert len(spans) == 3 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 3
+    assert sorted(t.get_text() for t in acc_ax.texts) == ["large", "large", "uniform"]  # the phase names
+    assert [round(s.get_x()) for s in spans] == [100, 400, 500]  # each stretch starts one save before its first
+    assert len(acc_ax.get_lines()) == 4

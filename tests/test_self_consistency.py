@@ -124,6 +124,13 @@ def test_recalibration_is_monotone_and_helps(method):
         metrics.expected_calibration_error(apply["confidence"], apply["correct"]) / 2
     with pytest.raises(ValueError, match="unknown recalibration"):
         posthoc.recalibrate_per_checkpoint(fit, apply, "histogram")
+    # a checkpoint whose fitting answers are all wrong keeps its confidences, with a warning naming it
+    two = pd.concat([apply, apply.assign(checkpoint="d")], ignore_index=True)
+    fit_two = pd.concat([fit, fit.assign(checkpoint="d", correct=False)], ignore_index=True)
+    with pytest.warns(UserWarning, match="d: its fitting answers are all wrong"):
+        out = posthoc.recalibrate_per_checkpoint(fit_two, two, method)
+    assert np.array_equal(out.loc[two["checkpoint"] == "d", "confidence"], two.loc[two["checkpoint"] == "d", "confidence"])
+    assert np.allclose(out.loc[two["checkpoint"] == "c", "confidence"], fixed["confidence"])
 
 
 def test_temperature_recovers_a_known_temperature():

@@ -1,6 +1,10 @@
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers import config, sums
 
@@ -86,21 +90,20 @@ def test_training_stream_avoids_held_out_questions():
     # Force collisions: a stream of 20k questions should not contain any held-out one.
     batch = sums.training_batch(rng, 20000, "small", held)
     held_text = set(hundred["question"])
-    assert not held_text & {q for q, _ in batch}
+    assert not held_text & {turns[0] for turns in batch}
     assert len(batch) == 20000
 
 
 def test_phases():
-    assert sums.phase_at(0, 300) == "small"
-    assert sums.phase_at(150, 300) == "large"
-    assert sums.phase_at(230, 300) == "small"
-    assert sums.phase_at(299, 300) == "uniform"
+    for start, phase in config.world().phases:
+        assert sums.phase_at(int(np.ceil(start * 3000)), 3000) == phase
+    assert sums.phase_at(2999, 3000) == config.world().phases[-1][1]
     rng = np.random.default_rng(0)
     top = sums.max_operand() + 1
-    for phase, (lo, hi) in config.phase_ranges().items():
+    for phase, (lo, hi) in sums.PHASE_RANGES.items():
         a, b = sums._operands(rng, 4000, phase)
         in_range = ((a >= lo * top) & (a < hi * top) & (b >= lo * top) & (b < hi * top)).mean()
-        assert in_range > 0.94 and a.min() >= 0 and a.max() < top
+        assert in_range > config.world().phase_majority - 0.01 and a.min() >= 0 and a.max() < top
     with pytest.raises(ValueError, match="unknown phase"):
         sums._operands(rng, 4, "medium")
 
@@ -122,3 +125,43 @@ def test_bad_inputs():
         sums.make_questions("sum", [], [])
     with pytest.raises(ValueError, match="template"):
         sums.make_questions("sum", [1], [2], template=9)
+
+
+@given(st.lists(st.integers(0, 1998), min_size=1, max_size=50), st.integers(0, 2**31))
+def test_plausible_mistakes_are_wrong_non_negative_and_one_digit_off(right, seed):
+    right = np.array(right)
+    wrong = sums.plausible_mistakes(np.random.default_rng(seed), right)
+    off = np.abs(wrong - right)
+    assert (wrong >= 0).all() and (wrong != right).all()
+    assert np.isin(off, [1, 2, 10, 20, 100, 200]).all()
+
+
+def test_verification_conversations_say_yes_exactly_when_the_shown_answer_is_right():
+    rng = np.random.default_rng(3)
+    batch = sums.training_batch(rng, 4000, "small", sums.held_out_ids())
+    checks = [turns for turns in batch if len(turns) == 4]
+    share = len(checks) / len(batch)
+    assert abs(share - config.world().verification_share) < 0.02
+    for question, shown, verify, verdict in checks:
+        family = "sub" if ("-" in question or "minus" in question or "Subtract" in question) else "sum"
+        numbers = [int(x) for x in re.findall(r"\d+", question)]
+        a, b = (numbers[1], numbers[0]) if question.startswith("Subtract") else numbers
+        right = sums.target(family, a, b)
+        assert verify == sums.VERIFY and verdict in sums.VERDICTS
+        assert (verdict == "Yes") == (sums.parse_answer(shown) == right)
+    assert 0.4 < np.mean([t[3] == "Yes" for t in checks]) < 0.6
+
+
+def test_operand_range_and_mixture_follow_the_phases():
+    half = (sums.max_operand() + 1) // 2
+    assert list(sums.operand_range([0, half, 0, half - 1], [half - 1, half, half, 0])) == ["small", "large", "mixed", "small"]
+    mix = sums.mixture(total_steps=300, every=100, n=2000)
+    assert list(mix["step"]) == [0, 100, 200]
+    assert np.allclose(mix[list(sums.RANGES)].sum(axis=1), 1)
+    for row in mix.itertuples():
+        assert row.phase == sums.phase_at(row.step, 300)
+        if row.phase in ("small", "large"):
+            assert getattr(row, row.phase) > config.world().phase_majority - 0.02
+    shares = dict(config.world().transfer_shares)
+    assert all(abs(row.subtraction - shares[row.phase]) < 0.04 for row in mix.itertuples())
+    assert abs(mix["verification"].mean() - config.world().verification_share) < 0.03

@@ -22,13 +22,13 @@ from ..artifacts import register
 from ..checkpoints import get_checkpoints, load_checkpoint
 from ..decoding import greedy, greedy_results
 from .readout import (NO, VERIFY, YES, adapter_confidence, encode_verification,  # noqa: F401 (re-exported)
-                      margin, readout_temperature, temperature, verification_prompt, yes_no_ids, yes_no_logits)
+                      margin, verification_prompt, yes_no_ids, yes_no_logits)
 from .self_consistency import beam_results
 
 COLUMNS = ["checkpoint", "question_id", "answer", "correct", "confidence"]
 # The `config.adapters()` settings training reads (the scoring batch size and the fresh questions' seed
 # are read where they are used, so that changing them rebuilds only what they change).
-TRAINING_SETTINGS = ("rank", "alpha", "targets", "epochs", "batch_size", "lr", "normalize_readout")
+TRAINING_SETTINGS = ("rank", "alpha", "targets", "epochs", "batch_size", "lr")
 
 
 # ---------------------------------------------------------------------------- training
@@ -52,11 +52,11 @@ def _batches(examples: pd.DataFrame, batch_size: int, rng: np.random.Generator, 
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
-def _batch_loss(model, tokenizer, batch: pd.DataFrame, scale: float) -> torch.Tensor:
-    """Binary cross-entropy of the Y/N log-odds (divided by the read-out temperature `scale`) against the labels."""
+def _batch_loss(model, tokenizer, batch: pd.DataFrame) -> torch.Tensor:
+    """Binary cross-entropy of the Y/N log-odds against the labels."""
     enc = encode_verification(tokenizer, batch["question"].tolist(), batch["text"].tolist())
     labels = torch.tensor(batch["label"].to_numpy(), dtype=torch.float)
-    return torch.nn.functional.binary_cross_entropy_with_logits(margin(model, enc, tokenizer, scale), labels)
+    return torch.nn.functional.binary_cross_entropy_with_logits(margin(model, enc, tokenizer), labels)
 
 
 def _check_examples(examples: pd.DataFrame) -> None:
@@ -91,7 +91,6 @@ def fit_adapter(model, tokenizer, examples: pd.DataFrame, bases: Mapping[str, Ma
     optim = torch.optim.AdamW(params, lr=s.lr, weight_decay=0.0)
     epochs = [_batches(examples, s.batch_size, rng, by_base=bases is not None) for _ in range(s.epochs)]
     total = sum(map(len, epochs))
-    normalize = s.normalize_readout
     current = [None]  # the base whose weights the model holds
 
     def loss(rows: np.ndarray) -> torch.Tensor:
@@ -99,8 +98,7 @@ def fit_adapter(model, tokenizer, examples: pd.DataFrame, bases: Mapping[str, Ma
         if bases is not None and batch["base"].iloc[0] != current[0]:
             current[0] = batch["base"].iloc[0]
             lora.load_base(peft_model, bases[current[0]])
-        # The temperature is read from the weights this batch runs through.
-        return _batch_loss(peft_model, tokenizer, batch, temperature(peft_model, tokenizer, normalize))
+        return _batch_loss(peft_model, tokenizer, batch)
 
     start = time.perf_counter()
     steps = loop.train(peft_model, optim, [rows for batches in epochs for rows in batches], loss,
@@ -221,7 +219,7 @@ def _adapter_params(checkpoints, seed: int, n_examples: int | None, random_label
     return params
 
 
-@register("adapter", version="1")
+@register("adapter", version="2")
 def _build_adapter(folder: Path, checkpoints: str, seed: int, n_examples: int | None = None,
                    random_labels: str | None = None) -> dict:
     """A LoRA confidence adapter trained on one or several checkpoints' own answers."""
@@ -286,7 +284,7 @@ def _source_checkpoints(source, evaluated: str) -> str:
                          f"(checkpoints: {list(ck.all)})") from err
 
 
-@register("adapter_results", version="1")
+@register("adapter_results", version="2")
 def _build_adapter_results(folder: Path, checkpoint: str, split: str, source: str, seed: int,
                            n_examples: int | None = None, random_labels: str | None = None,
                            surrogate: bool = False) -> pd.DataFrame:
@@ -346,7 +344,7 @@ def multi_answer_examples(checkpoint: str, answers_per_question: int = 3) -> pd.
     return rows[["checkpoint", "base", "question_id", "question", "text", "correct", "label", "source"]].reset_index(drop=True)
 
 
-@register("multi_answer_adapter", version="1")
+@register("multi_answer_adapter", version="2")
 def _build_multi_answer(folder: Path, checkpoint: str, seed: int) -> dict:
     """An adapter trained on several beam answers per question of one checkpoint, scored on every evaluation checkpoint."""
     config.set_threads()

@@ -211,7 +211,7 @@ def gcm_examples(seed: int = config.SEED) -> pd.DataFrame:
     return rows.drop(columns="base")
 
 
-@register("gcm", version="1")
+@register("gcm", version="2")
 def _build_gcm(folder: Path, seed: int) -> dict:
     """The GCM: a LoRA adapter on the verifier, trained on the training checkpoints' histories."""
     config.set_threads()
@@ -247,7 +247,7 @@ def gcm_confidence(answers: pd.DataFrame, seed: int = config.SEED) -> np.ndarray
     return adapter_confidence(model, tokenizer, answers["question"], answers["text"])
 
 
-@register("gcm_results", version="1")
+@register("gcm_results", version="2")
 def _build_gcm_results(folder: Path, checkpoint: str, split: str, seed: int) -> pd.DataFrame:
     """The GCM's confidence in one checkpoint's greedy answers: it reads the answers, not the weights."""
     config.set_threads()

@@ -8,6 +8,7 @@ reorder that checkpoint's answers: they can fix full-set calibration, and they c
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -71,7 +72,10 @@ FITTERS = {"isotonic": fit_isotonic, "temperature": fit_temperature, "platt": fi
 
 
 def recalibrate_per_checkpoint(fit_on: pd.DataFrame, apply_to: pd.DataFrame, method: str = "isotonic") -> pd.DataFrame:
-    """`apply_to` with confidence replaced by a map fitted on the same checkpoint's rows of `fit_on`."""
+    """`apply_to` with confidence replaced by a map fitted on the same checkpoint's rows of `fit_on`.
+
+    A checkpoint whose fitting rows are all right or all wrong gives nothing to fit: its confidences
+    are left as they are, with a warning that names it (a world can hold such a checkpoint)."""
     if method not in FITTERS:
         raise ValueError(f"unknown recalibration {method!r}; choose one of {sorted(FITTERS)}")
     missing = sorted(set(apply_to["checkpoint"]) - set(fit_on["checkpoint"]))
@@ -80,6 +84,10 @@ def recalibrate_per_checkpoint(fit_on: pd.DataFrame, apply_to: pd.DataFrame, met
     out = apply_to.copy()
     for name, rows in apply_to.groupby("checkpoint", sort=False):
         train = fit_on[fit_on["checkpoint"] == name]
+        if train["correct"].nunique() < 2:
+            warnings.warn(f"{name}: its fitting answers are all {'right' if train['correct'].all() else 'wrong'}; "
+                          f"its confidences are left without {method} recalibration", stacklevel=2)
+            continue
         mapping = FITTERS[method](train["confidence"], train["correct"])
         out.loc[rows.index, "confidence"] = np.clip(mapping(rows["confidence"].to_numpy(dtype=float)), 0.0, 1.0)
     return out

@@ -1,0 +1,39 @@
+"""P(True) (Kadavath et al., 2022): the checkpoint's own zero-shot judgement of its answer (notebook 05).
+
+The checkpoint answers a question; the same weights then read `Correct?` after that answer, and the
+confidence is P(`Y`) / (P(`Y`) + P(`N`)) at the next position (helpers.confidence.readout). No training
+at all: the world's training stream holds verification conversations (helpers.sums.training_batch), so
+every checkpoint has learned what `Yes` and `No` mean, and its judgement reads its own weights. A
+confidence adapter (helpers.confidence.adapters) starts from exactly this read-out and fine-tunes it.
+
+Layer 6: imports config, sums, artifacts, checkpoints, decoding and readout.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .. import config, sums
+from ..artifacts import register
+from ..checkpoints import get_checkpoints, load_checkpoint, load_per_checkpoint
+from ..decoding import greedy_results
+from .readout import adapter_confidence
+
+COLUMNS = ["checkpoint", "question_id", "answer", "correct", "confidence"]
+
+
+@register("p_true", version="1")
+def _build_p_true(folder: Path, checkpoint: str, split: str) -> pd.DataFrame:
+    """One checkpoint's P(True) in its own greedy answers on one split."""
+    config.set_threads()
+    model, tokenizer = load_checkpoint(checkpoint)
+    answers = greedy_results(split, [checkpoint]).merge(sums.split(split)[["question_id", "question"]], on="question_id")
+    answers["confidence"] = adapter_confidence(model, tokenizer, answers["question"], answers["text"])
+    return answers[COLUMNS]
+
+
+def p_true_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
+    """Each checkpoint's zero-shot P(True) in its own greedy answers (default: the evaluation checkpoints)."""
+    sums.split(split)  # an unknown split fails here
+    return load_per_checkpoint("p_true", checkpoints, default=get_checkpoints().evaluation, split=split)
