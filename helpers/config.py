@@ -182,7 +182,7 @@ class Adapters:
     Earlier world (Y/N unseen in pre-training), step-03000 oracle, test AUC: attention only 0.80, with the
     MLP 0.83, 1 epoch 0.76, 2 epochs 0.80, 3 epochs 0.83 (measured on `test`: to be redone on a validation
     split). With Yes/No in pre-training the raw read-out matches the |w_Y - w_N|-scaled one (last
-    checkpoint, seed-1 world: AUC 0.920 raw, 0.924 scaled), so the scaling was dropped."""
+    checkpoint of a seed-1 world: AUC 0.920 raw, 0.924 scaled), so the scaling was dropped."""
 
     rank: int = 8
     alpha: int = 16
