@@ -1,6 +1,6 @@
 """Is the world robust? Train it with several seeds and thread counts and check the foundation's rules.
 
-    python tests/benchmarks/world_sweep.py --seeds 0 1 2 --threads 1 2 [--world '{"phases": [[0, "low"], ...]}'] [--full] [--cache DIR]
+    python tests/benchmarks/world_sweep.py --seeds 0 1 2 --threads 1 2 [--world '{"phases": [[0, "small"], ...]}'] [--full] [--cache DIR]
 
 Each run trains the world (the `world` and `selection` artifacts) in its own temporary cache with the
 given `config.world().seed` and torch thread count, then prints one column: the selection, every rule
