@@ -1,6 +1,6 @@
 """Confidence adapters: a LoRA adapter asks a checkpoint "Correct?" about its own answer (notebooks 05, 06).
 
-The read-out (prompt, `Y`/`N` ids, temperature, `adapter_confidence`) is helpers.confidence.readout.
+The read-out (prompt, `Y`/`N` ids, `adapter_confidence`, `confidence_in_answers`) is helpers.confidence.readout.
 Only the LoRA weights train, with binary cross-entropy on (question, that checkpoint's greedy answer,
 correctness) from `adapter_train`. They can be moved onto another checkpoint's weights (non-oracle) or
 trained across several checkpoints at once, each batch through its own checkpoint's weights
@@ -21,11 +21,10 @@ from .. import artifacts, config, lora, loop, sums
 from ..artifacts import register
 from ..checkpoints import get_checkpoints, load_checkpoint
 from ..decoding import greedy, greedy_results
-from .readout import (NO, VERIFY, YES, adapter_confidence, encode_verification,  # noqa: F401 (re-exported)
-                      margin, verification_prompt, yes_no_ids, yes_no_logits)
+from .readout import (COLUMNS, NO, VERIFY, YES, adapter_confidence, confidence_in_answers,  # noqa: F401 (re-exported)
+                      encode_verification, margin, verification_prompt, yes_no_ids, yes_no_logits)
 from .self_consistency import beam_results
 
-COLUMNS = ["checkpoint", "question_id", "answer", "correct", "confidence"]
 # The `config.adapters()` settings training reads (the scoring batch size and the fresh questions' seed
 # are read where they are used, so that changing them rebuilds only what they change).
 TRAINING_SETTINGS = ("rank", "alpha", "targets", "epochs", "batch_size", "lr")
@@ -292,10 +291,7 @@ def _build_adapter_results(folder: Path, checkpoint: str, split: str, source: st
     config.set_threads()
     adapter = train_adapter(source, seed, n_examples, random_labels)
     model, tokenizer = apply_adapter(adapter, source if surrogate else checkpoint)
-    answers = greedy_results(split, [checkpoint])
-    answers = answers.merge(sums.split(split)[["question_id", "question"]], on="question_id")
-    answers["confidence"] = adapter_confidence(model, tokenizer, answers["question"], answers["text"])
-    return answers[COLUMNS]
+    return confidence_in_answers(model, tokenizer, checkpoint, split)
 
 
 def adapter_results(split: str = "test", eval_checkpoints=None, source="oracle", seed: int = config.SEED,

@@ -6,7 +6,7 @@ at all: the world's training stream holds verification conversations (helpers.su
 every checkpoint has learned what `Yes` and `No` mean, and its judgement reads its own weights. A
 confidence adapter (helpers.confidence.adapters) starts from exactly this read-out and fine-tunes it.
 
-Layer 6: imports config, sums, artifacts, checkpoints, decoding and readout.
+Layer 6: imports config, sums, artifacts, checkpoints and readout.
 """
 from __future__ import annotations
 
@@ -17,20 +17,14 @@ import pandas as pd
 from .. import config, sums
 from ..artifacts import register
 from ..checkpoints import get_checkpoints, load_checkpoint, load_per_checkpoint
-from ..decoding import greedy_results
-from .readout import adapter_confidence
-
-COLUMNS = ["checkpoint", "question_id", "answer", "correct", "confidence"]
-
+from .readout import confidence_in_answers
 
 @register("p_true", version="1")
 def _build_p_true(folder: Path, checkpoint: str, split: str) -> pd.DataFrame:
     """One checkpoint's P(True) in its own greedy answers on one split."""
     config.set_threads()
     model, tokenizer = load_checkpoint(checkpoint)
-    answers = greedy_results(split, [checkpoint]).merge(sums.split(split)[["question_id", "question"]], on="question_id")
-    answers["confidence"] = adapter_confidence(model, tokenizer, answers["question"], answers["text"])
-    return answers[COLUMNS]
+    return confidence_in_answers(model, tokenizer, checkpoint, split)
 
 
 def p_true_results(split: str = "test", checkpoints=None) -> pd.DataFrame:

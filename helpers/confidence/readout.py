@@ -17,12 +17,15 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
-from .. import config
+from .. import config, sums
+from ..decoding import greedy_results
 from ..model import conversation_prompt
 from ..sums import VERDICTS, VERIFY
 
+COLUMNS = ["checkpoint", "question_id", "answer", "correct", "confidence"]  # the standard results frame
 YES, NO = (verdict[0] for verdict in VERDICTS)  # `Y` and `N`: the first tokens of `Yes` and `No`
 
 
@@ -84,3 +87,13 @@ def adapter_confidence(model, tokenizer, questions: Sequence[str], answers: Sequ
         out.append(torch.sigmoid(margin(model, batch, tokenizer)).double())
     model.train(was_training)
     return torch.cat(out).numpy()
+
+
+def confidence_in_answers(model, tokenizer, checkpoint: str, split: str) -> pd.DataFrame:
+    """`checkpoint`'s greedy answers on `split`, with the read-out of `model` as their confidence.
+
+    `model` is the checkpoint itself (P(True)), an adapter on it, or an adapter on another checkpoint's
+    weights (the surrogate ablation). Returns the standard frame (COLUMNS)."""
+    answers = greedy_results(split, [checkpoint]).merge(sums.split(split)[["question_id", "question"]], on="question_id")
+    answers["confidence"] = adapter_confidence(model, tokenizer, answers["question"], answers["text"])
+    return answers[COLUMNS]
