@@ -7,10 +7,10 @@ and that no two modules import each other, directly or through others):
 1. ``sums`` (questions and splits), ``artifacts`` (the cache), ``metrics``
 2. ``model`` (tokenizer and GPT-2), ``loop`` (the training loop), ``contrast`` (contrast sets), ``plots``
 3. ``lora`` (the one LoRA implementation), ``checkpoints`` (which exist, where, loading), ``stats`` (bootstrap)
-4. ``decoding`` (greedy, sampling, beams; cached greedy results)
+4. ``decoding`` (greedy, sampling, beams; cached greedy results), ``shared_bootstrap`` (the bootstrap over pairs)
 5. ``training`` (the world's run and the checkpoint selection)
 6. ``rl`` (notebook 01's post-training) and ``confidence.*`` (the methods; acyclic among themselves)
-7. ``comparison`` (the results tables of notebooks 05 and 06), ``findings`` (the claims checked on them)
+7. ``comparison`` (the results tables of notebooks 05 and 06), ``findings`` (the claims, decided by the bootstrap)
 8. ``notebook`` (the setup cell), ``__main__`` (the command line)
 
 Importing the package imports the modules that register cached artifacts (``training``,
@@ -28,7 +28,7 @@ LAYERS = [
     ["sums", "artifacts", "metrics"],
     ["model", "loop", "contrast", "plots"],
     ["lora", "checkpoints", "stats"],
-    ["decoding"],
+    ["decoding", "shared_bootstrap"],
     ["training"],
     ["rl", "confidence"],
     ["comparison", "findings"],

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import config, contrast, metrics, stats
+from . import config, contrast, metrics, shared_bootstrap, stats
 from .artifacts import load_or_build, register
 from .checkpoints import get_checkpoints
 from .confidence import adapters, baselines, p_true, posthoc
@@ -132,7 +132,7 @@ def _table_scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
     return {key: every[key] for key in [("full set", label) for label, _ in FULL_SET_METRICS] + [("contrast set", label) for label, _ in CONTRAST_METRICS]}
 
 
-@register("comparison", version="1")
+@register("comparison", version="2")  # 2: one question resample shared by the pairs
 def _build_comparison(folder, methods: str, reference: str) -> dict:
     """Metrics of several methods and, for each cell, whether it is distinguishable from the reference."""
     names = methods.split("|")
@@ -151,7 +151,7 @@ def _build_comparison(folder, methods: str, reference: str) -> dict:
         has_pairs = np.isfinite(values.loc[reference, ("contrast set", "AUC")])
         for label, key in CONTRAST_METRICS:
             if key in TESTED and has_pairs:
-                run = stats.contrast_bootstrap_over_pairs(key, frames[name], frames[reference], pairs, min_size,
+                run = shared_bootstrap.contrast_bootstrap_over_pairs(key, frames[name], frames[reference], pairs, min_size,
                                                           n=n_resamples)
                 same.loc[name, ("contrast set", label)] = run["contains_zero"]
     return {"values": values, "indistinguishable": same, "reference": reference}

@@ -8,7 +8,8 @@ regression for contrast sets, so every resample has the class mix of the data.
 The metric kernels are vectorized over a 2-D array with one resample per row, which makes
 1,000 resamples of 5,000 questions take well under a second (see tests/benchmarks/bench_stats.py).
 
-Used by notebooks 04 (contrast sets), 05 (confidence adapters) and 06 (multi-checkpoint training).
+Used by notebooks 04 (contrast sets), 05 (confidence adapters) and 06 (multi-checkpoint training); the
+bootstrap of a contrast metric averaged over pairs is `shared_bootstrap`.
 The default numbers of resamples come from `config.bootstrap()`.
 
 Layer 2: imports config, validation, metrics and contrast.
@@ -337,7 +338,7 @@ def _shared(df_a: pd.DataFrame, df_b: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
 
 
 def full_set_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, checkpoints, n: int | None = None,
-                       seed: int = 0) -> dict:
+                       seed: int = 0, return_diffs: bool = False) -> dict:
     """Paired bootstrap of a full-set metric over several checkpoints, stratified by correctness.
 
     AUC and Brier are pooled over the checkpoints; ECE is averaged per checkpoint (paper A.3).
@@ -350,7 +351,7 @@ def full_set_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, chec
             raise ValueError(f"{name} lacks checkpoints {sorted(set(checkpoints) - set(df['checkpoint']))}")
     a, b = _shared(a, b)
     average = "checkpoint" if metric in ("ece", "smooth_ece") else None
-    return paired_bootstrap(metric, a, b, strata="correct", n=n, seed=seed, average_over=average)
+    return paired_bootstrap(metric, a, b, strata="correct", n=n, seed=seed, average_over=average, return_diffs=return_diffs)
 
 
 def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt_i: str, ckpt_j: str,
@@ -366,30 +367,3 @@ def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt
         a, b = a[a["checkpoint"] == ckpt_j], b[b["checkpoint"] == ckpt_j]
     out = paired_bootstrap(metric, a, b, strata="kind", n=n, seed=seed, return_diffs=return_diffs)
     return {"ckpt_i": ckpt_i, "ckpt_j": ckpt_j, **out}
-
-
-def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, pairs, min_size: int = 500,
-                                  n: int | None = None, seed: int = 0) -> dict:
-    """Paired bootstrap of a contrast metric averaged over pairs, as the paper reports it.
-
-    Each pair is resampled on its own (stratified by improvement/regression, the same seed for both
-    methods), the metric is averaged over the pairs whose shared contrast set has at least `min_size`
-    questions, and the interval is taken on that average. Used by notebooks 05 and 06.
-    """
-    runs = []
-    for ckpt_i, ckpt_j in pairs:
-        try:
-            run = contrast_bootstrap(metric, df_a, df_b, ckpt_i, ckpt_j, n=n, seed=seed, return_diffs=True)
-        except ValueError:
-            continue  # no shared contrast questions for this pair
-        if run["n_questions"] >= min_size:
-            runs.append(run)
-    if not runs:
-        raise ValueError(f"no pair has at least {min_size} shared contrast questions; lower min_size")
-    difference = float(np.mean([r["difference"] for r in runs]))
-    all_diffs = np.nanmean([r["diffs"] for r in runs], axis=0)
-    lower, upper, diffs = _one_sided_interval(all_diffs, difference, metric)
-    return {"metric": metric, "value_a": float(np.mean([r["value_a"] for r in runs])),
-            "value_b": float(np.mean([r["value_b"] for r in runs])), "difference": difference,
-            "lower": lower, "upper": upper, "contains_zero": bool(lower <= 0 <= upper),
-            "n_resamples": int(diffs.size), "n_pairs": len(runs)}

@@ -1,79 +1,107 @@
-"""The claim checks shared by notebooks 05 and 06, per-checkpoint summaries and the full score dict,
-on hand-built tables."""
+"""The findings module: verdicts from the paired bootstrap (never from cut-offs), claims decided on hand-built
+worlds whose answer is known, the GCM gap and its slope, and the per-checkpoint and full score dicts."""
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import comparison, contrast, findings, metrics
-
-METHODS = ["oracle adapter", "self-consistency", "copy (SC)", "copy (non-oracle adapter)", "non-oracle adapter",
-           "SC + isotonic", "SC + temperature", "SC + Platt", "surrogate (SC)"]
+from test_shared_bootstrap import world
 
 
-def _table(full_auc, con_auc, ece, apart=True):
-    columns = pd.MultiIndex.from_tuples([("full set", "AUC"), ("full set", "ECE"), ("contrast set", "AUC")])
-    values = pd.DataFrame([[full_auc[m], ece[m], con_auc[m]] for m in METHODS], index=METHODS, columns=columns)
-    same = pd.DataFrame(False, index=METHODS, columns=columns)
-    same.loc["non-oracle adapter", ("contrast set", "AUC")] = not apart
-    return {"values": values, "indistinguishable": same, "reference": "oracle adapter"}
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=200))
+def test_verdicts_mirror_and_follow_the_one_sided_intervals(diffs):
+    d = np.array(diffs)
+    higher, low, high = findings.verdict(d, "higher")
+    lower = findings.verdict(-d, "lower")[0]
+    assert higher == lower  # a claim and its mirror image get the same verdict
+    assert higher == ("reproduced" if np.percentile(d, 5) > 0 else "contradicted" if np.percentile(d, 95) < 0
+                      else "inconclusive")
+    assert low <= high
 
 
-def _paper_like():
-    full = dict.fromkeys(METHODS, 0.80) | {"self-consistency": 0.81, "copy (SC)": 0.70, "copy (non-oracle adapter)": 0.72}
-    con = {"oracle adapter": 0.90, "self-consistency": 0.70, "copy (SC)": 0.5, "copy (non-oracle adapter)": 0.5,
-           "non-oracle adapter": 0.65, "SC + isotonic": 0.70, "SC + temperature": 0.70, "SC + Platt": 0.69,
-           "surrogate (SC)": 0.60}
-    ece = dict.fromkeys(METHODS, 0.10) | {"SC + isotonic": 0.02}
-    return full, con, ece
+def test_verdict_by_hand():
+    assert findings.verdict([0.1, 0.2, 0.3], "higher")[0] == "reproduced"
+    assert findings.verdict([0.1, 0.2, 0.3], "lower")[0] == "contradicted"
+    assert findings.verdict([-0.1, 0.2, 0.3] * 10, "higher")[0] == "inconclusive"
+    assert findings.verdict([np.nan, -0.2, -0.3], "lower")[0] == "reproduced"  # NaN resamples are dropped
+    with pytest.raises(ValueError, match="no finite"):
+        findings.verdict([np.nan], "higher")
+    with pytest.raises(ValueError, match="direction"):
+        findings.verdict([0.1], "better")
 
 
-def test_every_claim_holds_on_a_table_shaped_like_the_papers():
-    claims = findings.table_claims(_table(*_paper_like()))
-    assert [c.holds for c in claims] == [True] * 6
-    assert claims[0].detail == "full 0.810 vs 0.800; contrast 0.700 vs 0.900"
-    assert claims[0].line().startswith("[reproduced] SC's full-set AUC")
+def test_claims_name_a_set_a_metric_and_a_direction():
+    with pytest.raises(ValueError, match="direction"):
+        findings.Claim("x", "contrast set AUC", "a", "b", "bigger")
+    with pytest.raises(ValueError, match="metric must be"):
+        findings.Claim("x", "contrast AUC", "a", "b", "higher")
+    for claim in findings.TABLE_CLAIMS:
+        assert {claim.a, claim.b} <= set(comparison.METHODS) and claim.source
 
 
-def test_each_claim_fails_when_its_numbers_say_otherwise():
-    full, con, ece = _paper_like()
-    cases = [
-        (0, {"full": {"self-consistency": 0.85}}),   # full-set gap of 0.05: not close
-        (1, {"con": {"copy (SC)": 0.51}}),
-        (2, {"apart": False}),                       # lower, but the bootstrap cannot tell them apart
-        (3, {"ece": {"SC + isotonic": 0.2}}),        # isotonic does not fix ECE
-        (4, {"con": {"SC + Platt": 0.75}}),          # Platt raises contrast AUC by more than 0.005
-        (5, {"con": {"surrogate (SC)": 0.72}}),
-    ]
-    for index, change in cases:
-        table = _table(full | change.get("full", {}), con | change.get("con", {}), ece | change.get("ece", {}),
-                       apart=change.get("apart", True))
-        holds = [c.holds for c in findings.table_claims(table)]
-        assert holds[index] is False and sum(holds) == 5, (index, holds)
+def test_decide_reproduces_contradicts_or_cannot_tell():
+    names, good, noise = world()
+    frames = {"good": good, "noise": noise, "same": good.copy()}
+    pairs = contrast.all_pairs(names)
+
+    def run(metric, a, b, direction, min_size=1):
+        claim = findings.Claim(f"{a} {direction} {b}", metric, a, b, direction)
+        return findings.decide(claim, frames, names, pairs, min_size, n=300)
+
+    assert run("contrast set AUC", "good", "noise", "higher")["verdict"] == "reproduced"
+    assert run("contrast set AUC", "good", "noise", "lower")["verdict"] == "contradicted"
+    assert run("contrast set AUC", "good", "same", "higher")["verdict"] == "inconclusive"
+    assert run("full set Brier", "good", "noise", "lower")["verdict"] == "reproduced"
+    row = run("contrast set AUC", "good", "noise", "higher", min_size=10_000)
+    assert row["verdict"].startswith("not testable here") and np.isnan(row["difference"])
+    table = findings.findings_table([run("contrast set AUC", "good", "noise", "higher"),
+                                     run("contrast set AUC", "good", "same", "higher")])
+    assert table.attrs["counts"] == {"reproduced": 1, "contradicted": 0, "inconclusive": 1}
+    with pytest.raises(ValueError, match="not in frames"):
+        findings.decide(findings.Claim("x", "contrast set AUC", "good", "absent", "higher"), frames, names, pairs, 1)
 
 
-def test_claims_table_and_untestable_claims():
-    claims = [findings.Claim("a", True, "1"), findings.Claim("b", False, "2"), findings.Claim("c", None, "too small")]
-    table = findings.claims_table(claims)
-    assert table["this world"].tolist() == ["reproduced", "NOT reproduced", "cannot be tested here"]
-    assert claims[2].line() == "[cannot be tested here] c\n    too small"
+def test_copy_checks_are_machinery_not_findings():
+    columns = pd.MultiIndex.from_tuples([("contrast set", "AUC")])
+    values = pd.DataFrame([[0.5], [0.5000001]], index=["copy (SC)", "copy (non-oracle adapter)"], columns=columns)
+    checks = findings.copy_checks({"values": values})
+    assert [c.holds for c in checks] == [True, False]
 
 
 def _frame(rows):
     return pd.DataFrame(rows, columns=["checkpoint", "question_id", "correct", "confidence"])
 
 
-def test_gcm_gap_and_slope_by_hand():
+def test_gcm_gap_by_hand():
     oracle = _frame([("a", 1, 1, 0.9), ("a", 2, 0, 0.1), ("a", 3, 1, 0.8), ("b", 1, 1, 0.9), ("b", 2, 1, 0.6), ("b", 3, 0, 0.7)])
     gcm = _frame([("a", 1, 1, 0.2), ("a", 2, 0, 0.9), ("a", 3, 1, 0.5), ("b", 1, 1, 0.5), ("b", 2, 1, 0.5), ("b", 3, 0, 0.5)])
     gap = findings.gcm_gap(oracle, gcm, ["a", "b"])
-    # a: accuracy 2/3, oracle AUC 1, GCM AUC 0.5 (0.2 and 0.5 both below 0.9); b: accuracy 2/3, oracle 0.5, GCM 0.5
+    # a: accuracy 2/3, oracle AUC 1, GCM AUC 0 (0.2 and 0.5 both below 0.9); b: accuracy 2/3, oracle 0.5, GCM 0.5
     assert gap.loc["a"].tolist() == pytest.approx([2 / 3, 1.0, 0.0, -1.0])
     assert gap.loc["b"].tolist() == pytest.approx([2 / 3, 0.5, 0.5, 0.0])
-    assert findings.slope([0.5, 0.7, 0.9], [0.1, 0.0, -0.1]) == pytest.approx(-0.5)
     with pytest.raises(ValueError, match="missing"):
         findings.gcm_gap(oracle, gcm, ["c"])
-    with pytest.raises(ValueError, match="two equal-length"):
-        findings.slope([1.0], [2.0])
+
+
+def test_gcm_slope_finds_a_gap_that_widens_with_accuracy():
+    """A verifier that is good on weak checkpoints and blind on strong ones: the gap falls with accuracy."""
+    rng = np.random.default_rng(0)
+    names, rows_o, rows_g = [f"c{k}" for k in range(5)], [], []
+    for k, name in enumerate(names):
+        correct = rng.uniform(size=600) < 0.5 + 0.1 * k
+        oracle = np.clip(0.5 + 0.4 * (correct - 0.5) + rng.normal(0, 0.1, 600), 0, 1)
+        gcm = np.clip(0.5 + (0.4 - 0.1 * k) * (correct - 0.5) + rng.normal(0, 0.1, 600), 0, 1)
+        rows_o.append(pd.DataFrame({"checkpoint": name, "question_id": np.arange(600), "correct": correct, "confidence": oracle}))
+        rows_g.append(pd.DataFrame({"checkpoint": name, "question_id": np.arange(600), "correct": correct, "confidence": gcm}))
+    out = findings.gcm_slope(pd.concat(rows_o), pd.concat(rows_g), names, n=300)
+    assert out["slope"] < 0 and out["verdict"] == "reproduced" and out["95%"] < 0
+    flat = findings.gcm_slope(pd.concat(rows_o), pd.concat(rows_o), names, n=50)
+    assert flat["slope"] == pytest.approx(0, abs=1e-12) and flat["verdict"] == "inconclusive"
+    with pytest.raises(ValueError, match="at least 3"):
+        findings.gcm_slope(pd.concat(rows_o), pd.concat(rows_g), names[:2])
 
 
 def test_per_checkpoint_matches_summary_metrics():
@@ -105,8 +133,21 @@ def test_scores_are_the_full_set_and_contrast_metrics():
     assert {k for k, _ in got} == {"full set", "contrast set"} and len(got) == 4 + 7
 
 
-def test_claims_on_a_world_without_large_enough_contrast_sets_are_untestable():
-    full, con, ece = _paper_like()
-    claims = findings.table_claims(_table(full, dict.fromkeys(con, float("nan")), ece))
-    assert [c.holds for c in claims] == [None] * 6
-    assert all("not measurable in this world" in c.detail for c in claims)
+def test_post_training_claims_are_paired_over_questions():
+    rng = np.random.default_rng(4)
+    n = 400
+    correct_ft = rng.uniform(size=n) < 0.6
+    correct_rl = correct_ft | (rng.uniform(size=n) < 0.3)  # RL keeps what SFT knew and learns more
+    ft = pd.DataFrame({"question_id": np.arange(n), "correct": correct_ft, "confidence": np.full(n, 0.95)})
+    rl = pd.DataFrame({"question_id": np.arange(n)[::-1], "correct": correct_rl[::-1],
+                       "confidence": np.where(correct_rl, 0.9, 0.5)[::-1]})  # another row order: merged by id
+    table = findings.post_training_claims(ft, rl, n=300)
+    assert table.loc["RL raises accuracy", "difference"] == pytest.approx(correct_rl.mean() - correct_ft.mean())
+    assert table.loc["RL raises accuracy", "verdict"] == "reproduced"
+    assert table.loc["the fine-tuned model is overconfident (mean confidence above accuracy)", "verdict"] == "reproduced"
+    assert table.loc["RL raises mean confidence", "verdict"] == "contradicted"
+    expected_ece = (metrics.expected_calibration_error(np.where(correct_rl, 0.9, 0.5), correct_rl, n_bins=5)
+                    - metrics.expected_calibration_error(np.full(n, 0.95), correct_ft, n_bins=5))
+    assert table.loc["RL lowers ECE (5 bins)", "difference"] == pytest.approx(expected_ece)
+    with pytest.raises(ValueError, match="same questions"):
+        findings.post_training_claims(ft, rl.iloc[:10])

@@ -236,17 +236,3 @@ def test_full_set_and_contrast_bootstrap_wrappers():
         stats.full_set_bootstrap("auc", a, b, ["a", "zz"])
     with pytest.raises(ValueError, match="share no questions"):
         stats.full_set_bootstrap("auc", a, b.assign(question_id=b["question_id"] + 10_000), ["a"])
-
-
-def test_contrast_bootstrap_over_pairs():
-    from helpers import stats
-
-    a, b = _method_frame(3), _method_frame(3, signal=0.1)
-    b["correct"] = a["correct"]
-    pairs = [("a", "b"), ("a", "c"), ("b", "c")]
-    out = stats.contrast_bootstrap_over_pairs("auc", a, b, pairs, min_size=10, n=200)
-    assert out["n_pairs"] == 3 and out["difference"] > 0 and not out["contains_zero"]
-    assert out["difference"] == pytest.approx(
-        np.mean([stats.contrast_bootstrap("auc", a, b, i, j, n=10)["difference"] for i, j in pairs]))
-    with pytest.raises(ValueError, match="min_size"):
-        stats.contrast_bootstrap_over_pairs("auc", a, b, pairs, min_size=10_000, n=10)

@@ -1,0 +1,160 @@
+"""The paired bootstrap of a contrast metric averaged over checkpoint pairs, with shared questions.
+
+A question sits in the contrast sets of many pairs (a sum flipped between steps 2100 and 2200 is
+usually also in the pair 2100-2300), so the pairs' metrics are correlated. Resampling each pair on
+its own treats them as independent and makes the interval of their average too narrow. The paper
+(A.8.2) accounts for that shared-question dependence; here every replicate draws **one weight per
+question**, used by every pair and by both methods:
+
+- the weight is Poisson(1), the large-sample form of "how many times the question is drawn with
+  replacement" (Hanley and MacGibbon 2006), so a question counts the same in every pair it is in;
+- inside each pair the weights are rescaled per stratum (improvements, regressions) to the stratum's
+  size, so every replicate keeps each pair's class mix, as the stratified bootstrap does.
+
+Metrics are the weighted forms of `contrast.pair_metrics` (AUC, Brier and Δ on both members of the
+pair, binned ECE on the later one), checked against scikit-learn's `sample_weight` in the tests.
+
+Used by `comparison` (notebooks 05 and 06) and `findings`.
+
+Layer 4: imports metrics, contrast and stats.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+from . import metrics, stats
+from .contrast import contrast_rows
+
+CONTRAST_METRICS = ("auc", "brier", "ece", "delta")
+
+
+def question_weights(question_ids, n: int | None = None, seed: int = 0) -> pd.DataFrame:
+    """(n, questions) Poisson(1) weights, one column per question id, one row per replicate."""
+    ids = np.unique(np.asarray(question_ids))
+    if ids.size == 0:
+        raise ValueError("no questions to resample; pass the ids of the contrast questions")
+    n = stats._resample_count("auc", n)
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(rng.poisson(1.0, size=(n, ids.size)).astype(float), columns=ids)
+
+
+def stratified(weights: np.ndarray, strata) -> np.ndarray:
+    """`weights` (replicates, questions) rescaled so that each stratum's weights sum to its size in
+    every replicate (NaN in a replicate where a stratum drew nothing)."""
+    weights = np.asarray(weights, dtype=float)
+    strata = np.asarray(strata)
+    if weights.ndim != 2 or weights.shape[1] != strata.size:
+        raise ValueError(f"weights must be (replicates, {strata.size}) for {strata.size} questions, got {weights.shape}")
+    out = np.empty_like(weights)
+    for label in np.unique(strata):
+        cols = strata == label
+        total = weights[:, cols].sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[:, cols] = np.where(total > 0, weights[:, cols] * cols.sum() / total, np.nan)
+    return out
+
+
+# --------------------------------------------------------------------------- weighted metrics, one row per replicate
+
+
+def weighted_auc(conf, correct, weights) -> np.ndarray:
+    """AUROC of `conf` for `correct`, ties counted half, under each row of `weights` (replicates, values)."""
+    conf, correct, weights = _check(conf, correct, weights)
+    levels, code = np.unique(conf, return_inverse=True)
+    pos, neg = correct == 1, correct == 0
+    # (replicates, levels): the negatives' weight at each confidence level, by one sparse product
+    one_hot = sparse.csr_matrix((np.ones(neg.sum()), (code[neg], np.arange(neg.sum()))), shape=(levels.size, neg.sum()))
+    neg_per_level = np.asarray(one_hot @ weights[:, neg].T).T
+    below = np.cumsum(neg_per_level, axis=1) - neg_per_level
+    score = below[:, code[pos]] + 0.5 * neg_per_level[:, code[pos]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights[:, pos] * score).sum(axis=1) / (weights[:, pos].sum(axis=1) * weights[:, neg].sum(axis=1))
+
+
+def weighted_brier(conf, correct, weights) -> np.ndarray:
+    conf, correct, weights = _check(conf, correct, weights)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (weights * (conf - correct) ** 2).sum(axis=1) / weights.sum(axis=1)
+
+
+def weighted_ece(conf, correct, weights, n_bins: int = 15) -> np.ndarray:
+    """Binned ECE (equal-width bins, as `metrics.expected_calibration_error`) under each row of weights."""
+    conf, correct, weights = _check(conf, correct, weights)
+    bins = np.asarray(metrics.bin_indices(conf, n_bins, "uniform"))
+    gap = np.zeros(weights.shape[0])
+    for b in np.unique(bins):
+        cols = bins == b
+        gap += np.abs((weights[:, cols] * (conf[cols] - correct[cols])).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return gap / weights.sum(axis=1)
+
+
+def _check(conf, correct, weights):
+    conf, correct = np.asarray(conf, dtype=float), np.asarray(correct, dtype=float)
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    if conf.shape != correct.shape or conf.ndim != 1 or weights.shape[1] != conf.size:
+        raise ValueError(f"conf {conf.shape}, correct {correct.shape} and weights {weights.shape} do not match: "
+                         "pass one confidence and one label per value and one weight column per value")
+    return conf, correct, weights
+
+
+# --------------------------------------------------------------------------- the test over pairs
+
+
+def _pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n_bins: int) -> np.ndarray:
+    """The metric of one pair's contrast rows under every replicate's question weights."""
+    per_question = stratified(w[rows["question_id"].drop_duplicates()].to_numpy(),
+                              rows.drop_duplicates("question_id")["kind"].to_numpy())
+    index = {q: k for k, q in enumerate(rows["question_id"].drop_duplicates())}
+    cols = rows["question_id"].map(index).to_numpy()
+    conf, correct = rows["confidence"].to_numpy(float), rows["correct"].to_numpy(float)
+    if metric == "auc":
+        return weighted_auc(conf, correct, per_question[:, cols])
+    if metric == "brier":
+        return weighted_brier(conf, correct, per_question[:, cols])
+    if metric == "ece":
+        later = (rows["checkpoint"] == ckpt_j).to_numpy()
+        return weighted_ece(conf[later], correct[later], per_question[:, cols[later]], n_bins)
+    # delta: per question, the correct member's q minus the wrong member's
+    sign = np.where(correct == 1, 1.0, -1.0)
+    delta = np.zeros(len(index))
+    np.add.at(delta, cols, sign * conf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (per_question * delta).sum(axis=1) / per_question.sum(axis=1)
+
+
+def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, pairs, min_size: int = 500,
+                                  n: int | None = None, seed: int = 0, n_bins: int = 15) -> dict:
+    """Paired bootstrap of a contrast metric averaged over the pairs, one question resample shared by
+    every pair and both methods. Used by notebooks 05 and 06 (through `comparison`) and `findings`.
+
+    Each pair uses the contrast questions both methods share and counts when they are at least
+    `min_size`. Returns the keys of `stats.paired_bootstrap` (``value_a``, ``value_b``,
+    ``difference``, the one-sided 95% ``lower``/``upper``, ``contains_zero``, ``n_resamples``),
+    ``n_pairs``, ``n_questions`` (distinct questions over the pairs) and ``diffs`` (one per replicate).
+    """
+    if metric not in CONTRAST_METRICS:
+        raise ValueError(f"unknown contrast metric {metric!r}; choose one of {list(CONTRAST_METRICS)}")
+    used = []
+    for ckpt_i, ckpt_j in pairs:
+        a, b = contrast_rows(df_a, ckpt_i, ckpt_j), contrast_rows(df_b, ckpt_i, ckpt_j)
+        shared = np.intersect1d(a["question_id"], b["question_id"])
+        if shared.size >= max(min_size, 1):
+            used.append((ckpt_j, a[a["question_id"].isin(shared)], b[b["question_id"].isin(shared)]))
+    if not used:
+        raise ValueError(f"no pair has at least {min_size} contrast questions shared by both methods; lower min_size")
+    ids = np.unique(np.concatenate([rows["question_id"].to_numpy() for _, rows, _ in used]))
+    w = question_weights(ids, n, seed)
+    original = pd.DataFrame(np.ones((1, ids.size)), columns=ids)
+    value = {side: np.mean([_pair_values(metric, rows[k], j, original, n_bins)[0] for j, *rows in used])
+             for k, side in ((0, "a"), (1, "b"))}
+    per_rep = {side: np.mean([_pair_values(metric, rows[k], j, w, n_bins) for j, *rows in used], axis=0)
+               for k, side in ((0, "a"), (1, "b"))}
+    all_diffs = per_rep["a"] - per_rep["b"]
+    difference = float(value["a"] - value["b"])
+    lower, upper, diffs = stats._one_sided_interval(all_diffs, difference, metric)
+    return {"metric": metric, "value_a": float(value["a"]), "value_b": float(value["b"]), "difference": difference,
+            "lower": lower, "upper": upper, "contains_zero": bool(lower <= 0 <= upper), "n_resamples": int(diffs.size),
+            "n_pairs": len(used), "n_questions": int(ids.size), "diffs": all_diffs}
