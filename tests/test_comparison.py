@@ -11,7 +11,7 @@ from helpers import stats
 from helpers.comparison import marked
 
 FULL_LABELS = ["AUC", "Brier", "ECE", "SmoothECE"]
-CONTRAST_LABELS = ["AUC", "Brier", "ECE", "Δ", "Δ class-balanced"]
+CONTRAST_LABELS = ["AUC", "Brier", "ECE", "Δ", "AUC class-balanced", "Brier class-balanced", "Δ class-balanced"]
 KEYS = [("full set", label) for label in FULL_LABELS] + [("contrast set", label) for label in CONTRAST_LABELS]
 
 

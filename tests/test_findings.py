@@ -130,7 +130,7 @@ def test_scores_are_the_full_set_and_contrast_metrics():
     assert got[("full set", "AUC")] == full["auc"] and got[("full set", "SmoothECE")] == full["smooth_ece"]
     assert got[("contrast set", "Δ class-balanced")] == cont["delta_cb"]
     assert got[("contrast set", "pairs")] == int(cont["n_pairs"]) == 3
-    assert {k for k, _ in got} == {"full set", "contrast set"} and len(got) == 4 + 7
+    assert {k for k, _ in got} == {"full set", "contrast set"} and len(got) == 4 + 9
 
 
 def test_post_training_claims_are_paired_over_questions():

@@ -131,6 +131,11 @@ def test_recalibration_is_monotone_and_helps(method):
         out = posthoc.recalibrate_per_checkpoint(fit_two, two, method)
     assert np.array_equal(out.loc[two["checkpoint"] == "d", "confidence"], two.loc[two["checkpoint"] == "d", "confidence"])
     assert np.allclose(out.loc[two["checkpoint"] == "c", "confidence"], fixed["confidence"])
+    # fitted on one checkpoint and applied to all (non-oracle): "d" gets the map fitted on "c"
+    moved = posthoc.recalibrate_per_checkpoint(fit, two, method, fit_checkpoint="c")
+    assert np.allclose(moved.loc[two["checkpoint"] == "d", "confidence"], fixed["confidence"])
+    with pytest.raises(ValueError, match="no fitting data"):
+        posthoc.recalibrate_per_checkpoint(fit, two, method, fit_checkpoint="d")
 
 
 def test_temperature_recovers_a_known_temperature():

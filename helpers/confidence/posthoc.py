@@ -71,19 +71,23 @@ def fit_platt(confidence, correct) -> Callable[[np.ndarray], np.ndarray]:
 FITTERS = {"isotonic": fit_isotonic, "temperature": fit_temperature, "platt": fit_platt}
 
 
-def recalibrate_per_checkpoint(fit_on: pd.DataFrame, apply_to: pd.DataFrame, method: str = "isotonic") -> pd.DataFrame:
-    """`apply_to` with confidence replaced by a map fitted on the same checkpoint's rows of `fit_on`.
+def recalibrate_per_checkpoint(fit_on: pd.DataFrame, apply_to: pd.DataFrame, method: str = "isotonic",
+                               fit_checkpoint: str | None = None) -> pd.DataFrame:
+    """`apply_to` with confidence replaced by a map fitted on the same checkpoint's rows of `fit_on`,
+    or, with `fit_checkpoint`, on that one checkpoint's rows for every checkpoint (a non-oracle
+    recalibration: fitted where labels exist, applied to checkpoints whose labels it never saw).
 
     A checkpoint whose fitting rows are all right or all wrong gives nothing to fit: its confidences
     are left as they are, with a warning that names it (a world can hold such a checkpoint)."""
     if method not in FITTERS:
         raise ValueError(f"unknown recalibration {method!r}; choose one of {sorted(FITTERS)}")
-    missing = sorted(set(apply_to["checkpoint"]) - set(fit_on["checkpoint"]))
+    needed = set(apply_to["checkpoint"]) if fit_checkpoint is None else {fit_checkpoint}
+    missing = sorted(needed - set(fit_on["checkpoint"]))
     if missing:
         raise ValueError(f"no fitting data for checkpoints {missing}; fit_on must cover every checkpoint of apply_to")
     out = apply_to.copy()
     for name, rows in apply_to.groupby("checkpoint", sort=False):
-        train = fit_on[fit_on["checkpoint"] == name]
+        train = fit_on[fit_on["checkpoint"] == (name if fit_checkpoint is None else fit_checkpoint)]
         if train["correct"].nunique() < 2:
             warnings.warn(f"{name}: its fitting answers are all {'right' if train['correct'].all() else 'wrong'}; "
                           f"its confidences are left without {method} recalibration", stacklevel=2)
