@@ -1,4 +1,4 @@
-"""The sources' claims, decided by the paper's statistics (notebooks 01, 05 and 06).
+"""The sources' claims, decided by the paper's statistics (notebooks 01, 03, 05 and 06).
 
 A `Claim` is a metric, the two things it compares and the direction the source states ("the
 oracle adapter's contrast AUC is higher than self-consistency's"). Its verdict comes from the paired
@@ -14,7 +14,7 @@ both methods); full-set metrics use `stats.full_set_bootstrap` (stratified by co
 hold by construction (a copy ablation's contrast AUC is exactly 0.5) are `Check`s of the machinery and
 are never counted as findings.
 
-Layer 7: imports metrics, contrast, stats and shared_bootstrap.
+Layer 7: imports metrics, stats and shared_bootstrap.
 """
 from __future__ import annotations
 
@@ -41,11 +41,17 @@ class Claim:
     direction: str
     source: str = ""
 
+    @property
+    def parts(self) -> tuple[str, str]:
+        """("full set" or "contrast set", the `stats` metric key): "contrast set AUC" -> ("contrast set", "auc")."""
+        where, _, key = self.metric.rpartition(" ")
+        return where, key.lower()
+
     def __post_init__(self):
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {self.direction!r}")
-        where, _, key = self.metric.rpartition(" ")
-        if where not in ("full set", "contrast set") or key.lower() not in stats.METRICS:
+        where, key = self.parts
+        if where not in ("full set", "contrast set") or key not in stats.METRICS:
             raise ValueError(f"metric must be 'full set <m>' or 'contrast set <m>' with m in {stats.METRICS}, "
                              f"got {self.metric!r}")
 
@@ -98,8 +104,7 @@ def decide(claim: Claim, frames: dict, checkpoints, pairs, min_size: int, n: int
     missing = [x for x in (claim.a, claim.b) if x not in frames]
     if missing:
         raise ValueError(f"claim {claim.claim!r} compares {missing}, which are not in frames ({list(frames)})")
-    where, _, key = claim.metric.rpartition(" ")
-    key = key.lower()
+    where, key = claim.parts
     row = {"claim": claim.claim, "metric": claim.metric, "a": claim.a, "b": claim.b, "claimed": claim.direction,
            "source": claim.source}
     try:

@@ -105,9 +105,9 @@ def _check(conf, correct, weights):
 
 def _pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n_bins: int) -> np.ndarray:
     """The metric of one pair's contrast rows under every replicate's question weights."""
-    per_question = stratified(w[rows["question_id"].drop_duplicates()].to_numpy(),
-                              rows.drop_duplicates("question_id")["kind"].to_numpy())
-    index = {q: k for k, q in enumerate(rows["question_id"].drop_duplicates())}
+    first = rows.drop_duplicates("question_id")  # one row per question: its id and its kind in this pair
+    per_question = stratified(w[first["question_id"]].to_numpy(), first["kind"].to_numpy())
+    index = {q: k for k, q in enumerate(first["question_id"])}
     cols = rows["question_id"].map(index).to_numpy()
     conf, correct = rows["confidence"].to_numpy(float), rows["correct"].to_numpy(float)
     if metric == "auc":
@@ -146,15 +146,14 @@ def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.Data
     if not used:
         raise ValueError(f"no pair has at least {min_size} contrast questions shared by both methods; lower min_size")
     ids = np.unique(np.concatenate([rows["question_id"].to_numpy() for _, rows, _ in used]))
-    w = question_weights(ids, n, seed)
-    original = pd.DataFrame(np.ones((1, ids.size)), columns=ids)
-    value = {side: np.mean([_pair_values(metric, rows[k], j, original, n_bins)[0] for j, *rows in used])
-             for k, side in ((0, "a"), (1, "b"))}
+    resampled = question_weights(ids, n, seed)
+    w = pd.concat([pd.DataFrame(np.ones((1, ids.size)), columns=ids), resampled], ignore_index=True)  # row 0: the data
     per_rep = {side: np.mean([_pair_values(metric, rows[k], j, w, n_bins) for j, *rows in used], axis=0)
                for k, side in ((0, "a"), (1, "b"))}
-    all_diffs = per_rep["a"] - per_rep["b"]
-    difference = float(value["a"] - value["b"])
+    value = {side: float(v[0]) for side, v in per_rep.items()}
+    all_diffs = per_rep["a"][1:] - per_rep["b"][1:]
+    difference = value["a"] - value["b"]
     lower, upper, diffs = stats._one_sided_interval(all_diffs, difference, metric)
-    return {"metric": metric, "value_a": float(value["a"]), "value_b": float(value["b"]), "difference": difference,
+    return {"metric": metric, "value_a": value["a"], "value_b": value["b"], "difference": difference,
             "lower": lower, "upper": upper, "contains_zero": bool(lower <= 0 <= upper), "n_resamples": int(diffs.size),
             "n_pairs": len(used), "n_questions": int(ids.size), "diffs": all_diffs}
