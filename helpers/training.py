@@ -164,15 +164,16 @@ def select_checkpoints(log: pd.DataFrame, n: int, first_below: float | None = No
 
 
 def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int, cut: float,
-                 first_below: float | None = None) -> tuple[list[int], list[int]]:
+                 first_below: float | None = None, last_at_least: float | None = None) -> tuple[list[int], list[int]]:
     """Training and evaluation steps: two windows of saves, picked by knowledge change in each.
 
-    `correct` is (saves, monitor questions) booleans. The run from `first_save(log, first_below)` to the
+    `correct` is (saves, test questions) booleans. The run from `first_save(log, first_below)` to the
     final save is cut at share `cut` of its saves: the training window before, the evaluation window
     after. Training picks are spread along the cumulative flips (`monitor_flips`); evaluation picks end
-    at the final save and make the fewest regressions between neighbouring picks as large as possible
-    (`evaluation_picks`), so that "the later checkpoint is right" is as wrong as this run allows. Where
-    a window has too few saves the cut moves, and where the run learns too late for both, the start does.
+    at a save whose accuracy on `correct` reaches `last_at_least` (None: the final save) and make the fewest regressions between
+    neighbouring picks as large as possible (`evaluation_picks`), so that "the later checkpoint is right"
+    is as wrong as this run allows. Where a window has too few saves the cut moves, and where the run
+    learns too late for both, the start does.
     """
     correct = _saves_by_questions(correct)
     total, needed = len(log), n_training + n_evaluation
@@ -186,21 +187,26 @@ def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int,
     split = min(max(split, start + n_training), total - n_evaluation)
     flips = monitor_flips(correct)
     training = select_checkpoints(log.iloc[start:split], n_training, first_below=0.0, changes=flips[start:split])
-    evaluation = [int(log["step"].iloc[i]) for i in evaluation_picks(correct, n_evaluation, earliest=split)]
-    return training, evaluation
+    ends = None if last_at_least is None else np.flatnonzero(correct.mean(axis=1) >= last_at_least)
+    picks = evaluation_picks(correct, n_evaluation, earliest=split, ends=ends)
+    return training, [int(log["step"].iloc[i]) for i in picks]
 
 
-def evaluation_picks(correct, n: int, earliest: int = 0) -> list[int]:
-    """Indices of `n` saves from `earliest` on, ending with the last save, that make the fewest
-    regressions (right at a pick, wrong at the next) between neighbouring picks as large as possible.
+def evaluation_picks(correct, n: int, earliest: int = 0, ends=None) -> list[int]:
+    """Indices of `n` saves from `earliest` on that make the fewest regressions (right at a pick, wrong
+    at the next) between neighbouring picks as large as possible.
 
-    `correct` is (saves, questions) booleans. An exact dynamic programme over (picks so far, last pick);
-    ties go to the chain that starts earliest.
+    `correct` is (saves, questions) booleans. The last pick is one of `ends` (save indices; by default,
+    and where none is given or possible, the final save): a run that has converged by its end barely
+    forgets anything into its final save, so the chain may stop at an earlier save that is accurate
+    enough. An exact dynamic programme over (picks so far, last pick); ties go to the latest end, then
+    to the chain that starts earliest.
     """
     correct = _saves_by_questions(correct)
     last = correct.shape[0] - 1
     if n < 1 or last - earliest + 1 < n:
         raise ValueError(f"cannot pick {n} evaluation saves from saves {earliest}..{last}")
+    ends = [int(j) for j in (ends if ends is not None else []) if earliest + n - 1 <= j <= last] or [last]
     c = correct.astype(np.int32)
     lost = c @ (1 - c).T  # lost[i, j]: right at i, wrong at j
     # best[j] = (fewest regressions along the chain, chain) over chains of the current length ending at j
@@ -209,7 +215,7 @@ def evaluation_picks(correct, n: int, earliest: int = 0) -> list[int]:
         best = {j: max(((min(m, lost[i, j]), chain + [j]) for i, (m, chain) in best.items() if i < j),
                        key=lambda mc: (mc[0], -mc[1][0]))
                 for j in range(earliest, last + 1) if any(i < j for i in best)}
-    return best[last][1]
+    return max((best[j] + (j,) for j in ends), key=lambda mcj: (mcj[0], mcj[2], -mcj[1][0]))[1]
 
 
 def _saves_by_questions(correct) -> np.ndarray:
@@ -234,7 +240,7 @@ def _build_world(folder: Path) -> dict:
     return {"log": train_run(folder)}
 
 
-@register("selection", version="5")
+@register("selection", version="6")
 def _build_selection(folder: Path) -> dict:
     """Score every save on the whole test split, then pick the checkpoints the series uses.
 
@@ -252,7 +258,8 @@ def _build_selection(folder: Path) -> dict:
     correct = np.array(correct)
     changes = monitor_flips(correct)
     training, evaluation = window_picks(log, correct, s.n_training_checkpoints,
-                                        s.n_checkpoints - s.n_training_checkpoints, s.evaluation_start)
+                                        s.n_checkpoints - s.n_training_checkpoints, s.evaluation_start,
+                                        last_at_least=dict(s.rules)["last_at_least"])
     steps = training + evaluation
     return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
             "changes": pd.Series(changes, index=log["step"], name="test answers flipped since the previous save")}

@@ -193,6 +193,12 @@ def test_window_picks_cut_the_run_in_two_windows():
     assert training[0] == 600 and len(set(training + evaluation)) == 7
     with pytest.raises(ValueError, match="pick fewer"):
         window_picks(log, correct, 6, 7, cut=0.4, first_below=0.2)
+    # the evaluation window may end before the final save only at a save accurate enough
+    accurate = correct.mean(axis=1) >= 0.5
+    _, evaluation = window_picks(log, correct, 3, 4, cut=0.4, first_below=0.2, last_at_least=0.5)
+    assert accurate[(evaluation[-1] - 100) // 100]
+    _, evaluation = window_picks(log, correct, 3, 4, cut=0.4, first_below=0.2, last_at_least=1.0)
+    assert evaluation[-1] == 1200  # no save is that accurate: the final one
 
 
 def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
@@ -214,5 +220,13 @@ def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
     assert evaluation_picks(hand, 3) == [0, 1, 4]  # 0 -> 1 loses two, 1 -> 4 loses two; the earliest such chain
     with pytest.raises(ValueError, match="cannot pick"):
         evaluation_picks(hand, 4, earliest=2)
+    # by hand, a run that converges: saves 4 and 5 know everything, so no chain into them regresses;
+    # allowed to end at save 3 (wrong on q3 only), the chain 1 -> 2 -> 3 loses q1, then q3
+    plateau = np.array([[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 1, 1], [1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 1, 1]], dtype=bool)
+    assert evaluation_picks(plateau, 3, ends=[3, 4, 5]) == [1, 2, 3]
+    assert evaluation_picks(plateau, 3)[-1] == 5  # the default end: the final save, with no regression into it
+    # ties go to the latest end; an end too early for the picks falls back to the final save
+    assert evaluation_picks(hand, 2, ends=[1, 4]) == [0, 4]
+    assert evaluation_picks(hand, 2, ends=[0]) == [0, 4]
     with pytest.raises(ValueError, match="boolean array"):
         evaluation_picks(np.zeros(4), 2)
