@@ -5,7 +5,8 @@ and that no two modules import each other, directly or through others):
 
 0. ``config`` (every setting), ``validation`` (argument checks)
 1. ``sums`` (questions and splits), ``artifacts`` (the cache), ``metrics``
-2. ``model`` (tokenizer and GPT-2), ``loop`` (the training loop), ``contrast`` (contrast sets), ``plots``
+2. ``model`` (tokenizer and GPT-2), ``loop`` (the training loop), ``contrast`` (contrast sets), ``plots``,
+   ``shipped`` (the trained world committed under data/world/)
 3. ``lora`` (the one LoRA implementation), ``checkpoints`` (which exist, where, loading), ``stats`` (bootstrap)
 4. ``decoding`` (greedy, sampling, beams; cached greedy results), ``shared_bootstrap`` (the bootstrap over pairs)
 5. ``training`` (the world's run and the checkpoint selection)
@@ -26,7 +27,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 LAYERS = [
     ["config", "validation"],
     ["sums", "artifacts", "metrics"],
-    ["model", "loop", "contrast", "plots"],
+    ["model", "loop", "contrast", "plots", "shipped"],
     ["lora", "checkpoints", "stats"],
     ["decoding", "shared_bootstrap"],
     ["training"],
@@ -36,3 +37,4 @@ LAYERS = [
 ]
 
 from . import comparison, decoding, rl, training  # noqa: E402,F401  (register their builders)
+from .confidence import verbalized  # noqa: E402,F401  (not imported by the modules above)

@@ -1,4 +1,9 @@
-"""Command line: `python -m helpers build [--fast]` and `python -m helpers notebooks [--fast]`.
+"""Command line: `python -m helpers COMMAND [--fast]`.
+
+- `build`: unpack the shipped world (`helpers.shipped`), then build whatever is missing;
+  `build --scratch` ignores the shipped files (`make world`).
+- `notebooks`: execute the notebooks in place (`--only GLOB`, `--no-save`).
+- `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them.
 
 The top layer: imports whatever the build stages need.
 """
@@ -13,7 +18,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from . import artifacts, config, rl
+from . import artifacts, config, rl, shipped
 from .comparison import TABLES, comparison
 from .confidence import self_consistency as sc
 from .confidence import verbalized
@@ -29,7 +34,7 @@ def stages() -> dict:
         for methods in TABLES.values():
             comparison(methods, reference="oracle adapter")
 
-    config.set_threads()  # HELPERS_THREADS, or every core
+    config.set_threads()  # HELPERS_THREADS, or 2
     return {
         "world": lambda: (artifacts.load_or_build("world"), artifacts.load_or_build("selection")),
         "greedy": lambda: [greedy_results(split) for split in ("hundred", "test", "adapter_train", "transfer_test")],
@@ -66,7 +71,9 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
     `keep`, the executed notebook)."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    # No timing metadata: a rerun that computes the same outputs writes the same file (git status stays clean).
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
     seconds = time.perf_counter() - start
     if inplace:
         tmp = path.with_suffix(".ipynb.tmp")
@@ -77,16 +84,28 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers")
-    parser.add_argument("command", choices=["build", "notebooks"])
+    parser.add_argument("command", choices=["build", "notebooks", "pack", "verify-rebuild"])
     parser.add_argument("--fast", action="store_true", help="small sizes (HELPERS_FAST=1), as in `make test`")
     parser.add_argument("--only", default=None,
                         help="build: the last stage to build; notebooks: a glob of notebooks to run")
     parser.add_argument("--no-save", action="store_true", help="execute notebooks without writing outputs back")
+    parser.add_argument("--scratch", action="store_true", help="build: do not unpack the shipped world")
     args = parser.parse_args(argv)
     if args.fast:
         os.environ["HELPERS_FAST"] = "1"
     if args.command == "build":
+        if not (args.scratch or config.fast_mode()) and shipped.read_index() is not None:
+            print(f"shipped world: {shipped.install()}", flush=True)
         build_all(args.only)
+    elif args.command == "pack":
+        index = shipped.pack()
+        for name, info in sorted(index["archives"].items()):
+            print(f"{name}: {info['bytes'] / 1e6:.1f} MB, {len(info['entries'])} entries")
+        print(f"shipped world: {index['total_bytes'] / 1e6:.1f} MB in {shipped.SHIPPED_DIR}")
+    elif args.command == "verify-rebuild":
+        differences = shipped.compare_rebuild()
+        print("\n".join(differences) or "the cache reproduces every shipped file")
+        return 1 if differences else 0
     else:
         for path in notebook_paths(args.only or "*.ipynb"):
             seconds = run_notebook(path, inplace=not args.no_save)

@@ -71,7 +71,8 @@ def register(name: str, version: str = "1"):
 
 
 def package_versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
+    """The versions an entry is built with. Python by major.minor: a patch release changes no result."""
+    out = {"python": ".".join(platform.python_version_tuple()[:2])}
     for pkg in _PACKAGES:
         try:
             out[pkg] = metadata.version(pkg)
@@ -164,7 +165,7 @@ def _check(folder: Path, stamp: int) -> str | None:
     for dep in manifest["deps"]:
         problem = _entry_problem(_params_dir(dep["name"], dep["params"]) / dep["id"])
         if problem is not None:
-            return f"it was built from {dep['name']} ({_label(dep['params'])}), which is out of date: {problem}"
+            return f"it was built from {dep['name']} ({label(dep['params'])}), which is out of date: {problem}"
     if _FILES_OK.get(folder) != stamp:
         if _files(folder) != manifest["files"]:
             return "files are missing or corrupt"
@@ -233,7 +234,7 @@ def _replace_dir(tmp: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _label(params: dict) -> str:
+def label(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "no parameters"
 
 
@@ -293,7 +294,7 @@ def folder(name: str, **params) -> Path:
     """The folder of the valid entry (built first if needed). Inside a build, recorded as an input."""
     found, reason = _valid_entry(name, params)
     if found is None:
-        print(f"building {name} ({_label(params)}): {reason}", file=sys.stderr, flush=True)
+        print(f"building {name} ({label(params)}): {reason}", file=sys.stderr, flush=True)
         found = build(name, **params)
     _record_dep(name, params, found)
     return found
@@ -307,6 +308,16 @@ def load_or_build(name: str, **params) -> Any:
         with open(result, "rb") as f:
             return pickle.load(f)
     return where
+
+
+def entry_folder(manifest: dict) -> Path:
+    """The folder of the entry a manifest describes (from its name, parameters and id)."""
+    return _params_dir(manifest["name"], manifest["params"]) / manifest["id"]
+
+
+def entry_problem(manifest: dict) -> str | None:
+    """None if the entry a manifest names can be used now, else why not."""
+    return _entry_problem(entry_folder(manifest))
 
 
 def manifest(name: str, **params) -> dict:

@@ -61,10 +61,10 @@ def set_seed(seed: int = SEED) -> None:
 
 
 def set_threads(n: int | None = None) -> int:
-    """Use `n` torch threads (default: HELPERS_THREADS or every core); returns the count."""
+    """Use `n` torch threads (default HELPERS_THREADS, else 2: the shipped world's count); returns it."""
     import torch  # local: see set_seed
 
-    n = n or int(os.environ.get("HELPERS_THREADS", 0)) or os.cpu_count() or 1
+    n = n or int(os.environ.get("HELPERS_THREADS", 0)) or 2
     if n < 1:
         raise ValueError(f"thread count must be >= 1, got {n}")
     torch.set_num_threads(n)

@@ -88,8 +88,11 @@ def _monitor(model, tokenizer, monitor: pd.DataFrame) -> dict[str, float]:
     return {"accuracy": correct.mean(), **{f"accuracy_{r}": correct[ranges == r].mean() for r in sums.RANGES}}
 
 
-def train_run(folder: Path, seed: int | None = None) -> pd.DataFrame:
-    """Train from scratch (sizes from `config.world()`), saving a checkpoint every `save_every` steps; returns the log."""
+def train_run(folder: Path, seed: int | None = None, stop_after: int | None = None) -> pd.DataFrame:
+    """Train from scratch (sizes from `config.world()`), saving a checkpoint every `save_every` steps; returns the log.
+
+    `stop_after` ends the run after that many steps of the same schedule (the training-prefix check of
+    tests/test_shipped_world.py compares such a prefix with the shipped run)."""
     s = config.world()
     seed = s.seed if seed is None else seed
     config.set_seed(seed)
@@ -104,7 +107,7 @@ def train_run(folder: Path, seed: int | None = None) -> pd.DataFrame:
     log, window = [], []
 
     def batches():
-        for step in range(1, s.train_steps + 1):
+        for step in range(1, min(s.train_steps, stop_after or s.train_steps) + 1):
             yield sums.training_batch(rng, s.batch_size, sums.phase_at(step - 1, s.train_steps), held_out)
 
     def after_step(step: int, loss: float) -> None:
@@ -164,13 +167,15 @@ def select_checkpoints(log: pd.DataFrame, n: int, first_below: float | None = No
 
 
 def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int, cut: float,
-                 first_below: float | None = None, last_at_least: float | None = None) -> tuple[list[int], list[int]]:
+                 first_below: float | None = None, last_at_least: float | None = None,
+                 enough: int | None = None) -> tuple[list[int], list[int]]:
     """Training and evaluation steps: two windows of saves, picked by knowledge change in each.
 
     `correct` is (saves, test questions) booleans. The run from `first_save(log, first_below)` to the
     final save is cut at share `cut` of its saves: the training window before, the evaluation window
     after. Training picks are spread along the cumulative flips (`monitor_flips`); evaluation picks end
-    at a save whose accuracy on `correct` reaches `last_at_least` (None: the final save) and make the fewest regressions between
+    at a save whose accuracy on `correct` reaches `last_at_least` (None: the final save; the latest
+    such save whose chain keeps `enough` regressions between neighbours, see `evaluation_picks`) and make the fewest regressions between
     neighbouring picks as large as possible (`evaluation_picks`), so that "the later checkpoint is right"
     is as wrong as this run allows. Where a window has too few saves the cut moves, and where the run
     learns too late for both, the start does.
@@ -188,19 +193,21 @@ def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int,
     flips = monitor_flips(correct)
     training = select_checkpoints(log.iloc[start:split], n_training, first_below=0.0, changes=flips[start:split])
     ends = None if last_at_least is None else np.flatnonzero(correct.mean(axis=1) >= last_at_least)
-    picks = evaluation_picks(correct, n_evaluation, earliest=split, ends=ends)
+    picks = evaluation_picks(correct, n_evaluation, earliest=split, ends=ends, enough=enough)
     return training, [int(log["step"].iloc[i]) for i in picks]
 
 
-def evaluation_picks(correct, n: int, earliest: int = 0, ends=None) -> list[int]:
+def evaluation_picks(correct, n: int, earliest: int = 0, ends=None, enough: int | None = None) -> list[int]:
     """Indices of `n` saves from `earliest` on that make the fewest regressions (right at a pick, wrong
     at the next) between neighbouring picks as large as possible.
 
     `correct` is (saves, questions) booleans. The last pick is one of `ends` (save indices; by default,
     and where none is given or possible, the final save): a run that has converged by its end barely
     forgets anything into its final save, so the chain may stop at an earlier save that is accurate
-    enough. An exact dynamic programme over (picks so far, last pick); ties go to the latest end, then
-    to the chain that starts earliest.
+    enough. It stops at the latest end whose best chain keeps at least `enough` regressions between
+    neighbours (later saves know more, subtraction among it); where none does, at the end whose chain
+    keeps the most. An exact dynamic programme over (picks so far, last pick); ties go to the latest
+    end, then to the chain that starts earliest.
     """
     correct = _saves_by_questions(correct)
     last = correct.shape[0] - 1
@@ -215,7 +222,9 @@ def evaluation_picks(correct, n: int, earliest: int = 0, ends=None) -> list[int]
         best = {j: max(((min(m, lost[i, j]), chain + [j]) for i, (m, chain) in best.items() if i < j),
                        key=lambda mc: (mc[0], -mc[1][0]))
                 for j in range(earliest, last + 1) if any(i < j for i in best)}
-    return max((best[j] + (j,) for j in ends), key=lambda mcj: (mcj[0], mcj[2], -mcj[1][0]))[1]
+    chains = [best[j] + (j,) for j in ends]  # (fewest regressions, chain, end)
+    good = [c for c in chains if enough is not None and c[0] >= enough]
+    return max(good, key=lambda c: c[2])[1] if good else max(chains, key=lambda c: (c[0], c[2], -c[1][0]))[1]
 
 
 def _saves_by_questions(correct) -> np.ndarray:
@@ -240,7 +249,7 @@ def _build_world(folder: Path) -> dict:
     return {"log": train_run(folder)}
 
 
-@register("selection", version="6")
+@register("selection", version="7")
 def _build_selection(folder: Path) -> dict:
     """Score every save on the whole test split, then pick the checkpoints the series uses.
 
@@ -249,6 +258,7 @@ def _build_selection(folder: Path) -> dict:
     left between two neighbours of the seed-0 run, where the whole split allowed 132). About a minute.
     """
     s, log = config.world(), artifacts.load_or_build("world")["log"]
+    rules = dict(s.rules)
     test = sums.split("test")
     saves = artifacts.folder("world") / "checkpoints"
     correct = []
@@ -259,7 +269,8 @@ def _build_selection(folder: Path) -> dict:
     changes = monitor_flips(correct)
     training, evaluation = window_picks(log, correct, s.n_training_checkpoints,
                                         s.n_checkpoints - s.n_training_checkpoints, s.evaluation_start,
-                                        last_at_least=dict(s.rules)["last_at_least"])
+                                        last_at_least=rules["last_at_least"],
+                                        enough=round(rules["regressions_per_5000"] * correct.shape[1] / 5000))
     steps = training + evaluation
     return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
             "changes": pd.Series(changes, index=log["step"], name="test answers flipped since the previous save")}

@@ -1,4 +1,5 @@
-"""environment.yml and pyproject.toml must list the same packages with the same lower bounds."""
+"""requirements.lock, environment.yml and pyproject.toml agree: the lock pins every package exactly,
+environment.yml pins the same versions, and pyproject.toml's lower bounds are those tested versions."""
 import re
 import tomllib
 from pathlib import Path
@@ -32,8 +33,23 @@ def _environment() -> dict[str, str]:
     return out
 
 
-def test_same_packages_and_bounds():
-    assert _environment() == _pyproject()
+def _lock() -> dict[str, str]:
+    lines = (ROOT / "requirements.lock").read_text().splitlines()
+    pins = [l.split("==") for l in lines if l.strip() and not l.startswith("#")]
+    assert all(len(p) == 2 for p in pins), "every line of requirements.lock is name==version"
+    return {name.lower().replace("_", "-"): version.strip() for name, version in pins}
+
+
+def test_same_packages_pinned_to_the_lock():
+    lock, env, project = _lock(), _environment(), _pyproject()
+    assert set(env) == set(project)
+    for name in project:
+        assert project[name] == f">={lock[name]}", f"pyproject.toml: {name} should be >={lock[name]}"
+        assert env[name] == f"=={lock[name]}", f"environment.yml: {name} should be =={lock[name]}"
+
+
+def test_the_makefile_installs_from_the_lock():
+    assert "-c requirements.lock" in (ROOT / "Makefile").read_text()
 
 
 def test_environment_installs_the_package_itself():

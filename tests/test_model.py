@@ -225,6 +225,11 @@ def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
     plateau = np.array([[1, 0, 0, 1], [0, 1, 1, 0], [1, 0, 1, 1], [1, 1, 1, 0], [1, 1, 1, 1], [1, 1, 1, 1]], dtype=bool)
     assert evaluation_picks(plateau, 3, ends=[3, 4, 5]) == [1, 2, 3]
     assert evaluation_picks(plateau, 3)[-1] == 5  # the default end: the final save, with no regression into it
+    # with `enough`, the latest end whose chain keeps that many regressions: here save 5 keeps none
+    # and save 3 keeps one, so asking for one stops at save 3 and asking for two at the best chain
+    assert evaluation_picks(plateau, 3, ends=[3, 4, 5], enough=1) == [1, 2, 3]
+    assert evaluation_picks(plateau, 3, ends=[3, 4, 5], enough=0)[-1] == 5
+    assert evaluation_picks(plateau, 3, ends=[3, 4, 5], enough=2) == [1, 2, 3]
     # ties go to the latest end; an end too early for the picks falls back to the final save
     assert evaluation_picks(hand, 2, ends=[1, 4]) == [0, 4]
     assert evaluation_picks(hand, 2, ends=[0]) == [0, 4]

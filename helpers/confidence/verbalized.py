@@ -73,7 +73,7 @@ def _train_questions() -> pd.DataFrame:
 @register("verbalized_targets", version="2")
 def _build_targets(folder, checkpoint: str) -> pd.DataFrame:
     """Empirical accuracy of one checkpoint on adapter_train questions (k samples each), rounded to 10%."""
-    config.set_threads()  # HELPERS_THREADS, or every core
+    config.set_threads()  # HELPERS_THREADS, or 2
     s = config.verbalized()
     model, tokenizer = load_checkpoint(checkpoint)
     out = make_targets(model, tokenizer, _train_questions(), k=s.k, seed=s.seed, temperature=s.temperature)
@@ -183,7 +183,7 @@ def _adapter_settings() -> dict:
 @register("verbalized_adapter", version="2")
 def _build_adapter(folder, checkpoint: str) -> dict:
     """A LoRA adapter that makes one checkpoint state its confidence after its greedy answers."""
-    config.set_threads()  # HELPERS_THREADS, or every core
+    config.set_threads()  # HELPERS_THREADS, or 2
     settings = _adapter_settings()
     questions = _train_questions()
     answers = artifacts.load_or_build("greedy", checkpoint=checkpoint, split="adapter_train")
@@ -235,7 +235,7 @@ def _source_name(source: str, checkpoint: str) -> str:
 @register("verbalized", version="3")
 def _build_results(folder, checkpoint: str, split: str, adapter: str) -> pd.DataFrame:
     """Verbalized confidence of one checkpoint on one split, read through the adapter trained on `adapter`."""
-    config.set_threads()  # HELPERS_THREADS, or every core
+    config.set_threads()  # HELPERS_THREADS, or 2
     greedy = artifacts.load_or_build("greedy", checkpoint=checkpoint, split=split)
     questions = sums.split(split)
     if not questions["question_id"].equals(greedy["question_id"]):
@@ -295,7 +295,7 @@ def default_source() -> str:
 @register("verbalized_rephrasings", version="2")
 def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
     """The first n_rephrase test questions in every phrasing: greedy answer, token probability, both readouts."""
-    config.set_threads()  # HELPERS_THREADS, or every core
+    config.set_threads()  # HELPERS_THREADS, or 2
     base = sums.split("test").iloc[: config.verbalized().n_rephrase]
     model, tokenizer = load_checkpoint(checkpoint)
     frames = []

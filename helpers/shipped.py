@@ -1,0 +1,220 @@
+"""The shipped world: the full-mode cache entries the notebooks read, committed under `data/world/`.
+
+Training the world and everything built on it takes more than half an hour on two cores, and another
+machine's floats train another world. So the repository ships the entries themselves: one compressed
+archive per artifact (`data/world/<name>.tar.xz`) and `data/world/index.json`, which gives each
+archive's SHA-256, size and entries, and the package versions they were built with.
+
+- `install()` (run by `python -m helpers build`, so by `make notebooks`, and by `use()` in the setup
+  cell of every notebook, so a notebook opened in JupyterLab uses it too) checks every archive against
+  its checksum first, then unpacks the entries the cache does not already hold. A file that fails
+  its checksum stops it with a `ValueError` naming the file and the commands that restore or rebuild
+  it. Once unpacked, an entry is an ordinary cache entry: the cache checks its manifest (settings,
+  builder version, package versions, upstream entries, file checksums) before every use, and
+  rebuilds it when anything differs, so a changed setting never shows a shipped number.
+- `pack()` (`python -m helpers pack`, after a complete build and notebook run) writes the archives.
+  They are deterministic: the same entries give the same bytes, so repacking leaves `git status` clean.
+- `compare_rebuild(cache)` checks a from-scratch rebuild (`make world`) against the shipped checksums.
+
+Layer 2: imports `helpers.config` and `helpers.artifacts`. Used by `helpers.__main__` and the setup
+cell of every notebook (`helpers.notebook`).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import lzma
+import os
+import shutil
+import tarfile
+import uuid
+from pathlib import Path
+
+from . import artifacts, config
+
+SHIPPED_DIR = config.DATA_DIR / "world"
+INDEX = "index.json"
+RESTORE = ("restore it with `git checkout -- {path}` (or a fresh clone), or rebuild every artifact "
+           "without the shipped files with `make world`")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_index(where: Path | None = None) -> dict | None:
+    """The shipped index, or None where nothing is shipped. A corrupt index is a `ValueError`."""
+    where = SHIPPED_DIR if where is None else where
+    path = where / INDEX
+    if not path.exists():
+        return None
+    try:
+        index = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); " + RESTORE.format(path=path)) from err
+    if not isinstance(index, dict) or not isinstance(index.get("archives"), dict):
+        raise ValueError(f"{path} has no 'archives' table; " + RESTORE.format(path=path))
+    return index
+
+
+def verify(where: Path | None = None) -> dict:
+    """Check every shipped archive against the index; returns the index. Raises `ValueError` naming
+    the first file that is missing or whose checksum differs."""
+    where = SHIPPED_DIR if where is None else where
+    index = read_index(where)
+    if index is None:
+        raise ValueError(f"nothing is shipped: {where / INDEX} does not exist")
+    for name, info in sorted(index["archives"].items()):
+        path = where / name
+        if not path.exists():
+            raise ValueError(f"shipped file {path} is missing; " + RESTORE.format(path=path))
+        if path.stat().st_size != info["bytes"] or _sha256(path) != info["sha256"]:
+            raise ValueError(f"shipped file {path} is corrupt (its SHA-256 differs from {where / INDEX}); "
+                             + RESTORE.format(path=path))
+    return index
+
+
+def _mode_root() -> Path:
+    if config.fast_mode():
+        raise ValueError("the shipped world is a full-mode world; unset HELPERS_FAST to use it")
+    return config.cache_dir()
+
+
+def install(where: Path | None = None) -> dict:
+    """Verify the shipped archives and unpack every entry the cache lacks; returns counts.
+
+    An entry whose folder already exists is left alone (the cache checks it on use), and an archive
+    with nothing missing is not opened. Each entry is unpacked into a temporary folder and renamed
+    into place, so an interrupted install leaves no partial entry.
+    """
+    where = SHIPPED_DIR if where is None else where
+    index, root = verify(where), _mode_root()
+    added = present = 0
+    for name, info in sorted(index["archives"].items()):
+        missing = {str(artifacts.entry_folder(e).relative_to(root)) for e in info["entries"]
+                   if not artifacts.entry_folder(e).exists()}
+        present += len(info["entries"]) - len(missing)
+        if not missing:
+            continue
+        with tarfile.open(where / name, "r:xz") as tar:
+            members = tar.getmembers()
+            for entry in sorted(missing):
+                final = root / entry
+                tmp = final.parent / f".tmp-{uuid.uuid4().hex[:8]}"
+                tmp.mkdir(parents=True)
+                try:
+                    inside = [m for m in members if m.name.startswith(entry + "/")]
+                    for m in inside:
+                        m.name = m.name[len(entry) + 1:]
+                    tar.extractall(tmp, members=inside, filter="data")
+                    os.replace(tmp, final)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                added += 1
+    return {"added": added, "present": present, "entries": added + present}
+
+
+def use() -> str:
+    """Install the shipped world where it can be used, and say in one line whether it is (the setup
+    cell of every notebook prints it)."""
+    if config.fast_mode():
+        return "shipped world: not used in fast mode (small sizes, built in seconds)"
+    try:
+        index = read_index()
+        if index is None:
+            return "shipped world: none in data/world/ (everything is built on this machine)"
+        versions = artifacts.package_versions()
+        if index["versions"] != versions:
+            differ = {k: (v, versions.get(k)) for k, v in index["versions"].items() if versions.get(k) != v}
+            return (f"shipped world: NOT USED: it was built with other package versions (shipped, here): {differ}; "
+                    "`make notebooks` installs the pinned ones. This machine builds its own world, with other numbers")
+        install()
+    except ValueError as err:
+        return f"shipped world: NOT USED: {err}"
+    entries = [e for info in index["archives"].values() for e in info["entries"]]
+    usable = sum(artifacts.entry_problem(e) is None for e in entries)
+    return (f"shipped world: verified, {usable} of {len(entries)} shipped entries in use"
+            + ("" if usable == len(entries) else " (the others: settings changed since they were built)"))
+
+
+# ---------------------------------------------------------------------------- packing
+
+
+def _tar_bytes(root: Path, entries: list[Path]) -> bytes:
+    """A deterministic tar of `entries` (folders under `root`): sorted, zero times and owners."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for entry in entries:
+            for path in [entry, *sorted(entry.rglob("*"))]:
+                if path.name.startswith(".lock"):
+                    continue
+                info = tar.gettarinfo(str(path), arcname=str(path.relative_to(root)))
+                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                info.mode = 0o755 if path.is_dir() else 0o644
+                if path.is_file():
+                    with open(path, "rb") as f:
+                        tar.addfile(info, f)
+                else:
+                    tar.addfile(info)
+    return buf.getvalue()
+
+
+def pack(where: Path | None = None) -> dict:
+    """Write one archive per artifact of every valid full-mode entry, and the index; returns the index."""
+    where = SHIPPED_DIR if where is None else where
+    root = _mode_root()
+    entries = artifacts.valid_entries()
+    if not entries:
+        raise ValueError(f"no valid entries under {root}; run `python -m helpers build` and the notebooks first")
+    where.mkdir(parents=True, exist_ok=True)
+    by_name: dict[str, list[dict]] = {}
+    for e in entries:
+        by_name.setdefault(e["name"], []).append(e)
+    archives = {}
+    for name, group in sorted(by_name.items()):
+        folders = sorted(artifacts.entry_folder(e) for e in group)
+        data = lzma.compress(_tar_bytes(root, folders), preset=9 | lzma.PRESET_EXTREME)
+        path = where / f"{name}.tar.xz"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+        archives[path.name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                               "entries": sorted(({"name": e["name"], "params": e["params"], "id": e["id"]}
+                                                  for e in group), key=lambda e: json.dumps(e, sort_keys=True))}
+    for stale in set(p.name for p in where.glob("*.tar.xz")) - set(archives):
+        (where / stale).unlink()
+    index = {"format": 1, "mode": "full", "versions": artifacts.package_versions(),
+             "total_bytes": sum(a["bytes"] for a in archives.values()), "archives": archives}
+    (where / INDEX).write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
+    return index
+
+
+def compare_rebuild(where: Path | None = None) -> list[str]:
+    """Compare the valid entries of the current cache with the shipped ones, file by file.
+
+    Returns one line per difference (an empty list: the rebuild reproduced every shipped file).
+    Entries are matched by artifact and parameters, so a rebuild under another id still compares.
+    """
+    where = SHIPPED_DIR if where is None else where
+    index = verify(where)
+    built = {(e["name"], json.dumps(e["params"], sort_keys=True)): e for e in artifacts.valid_entries()}
+    out = []
+    for name in sorted(index["archives"]):
+        with tarfile.open(where / name, "r:xz") as tar:
+            manifests = {m.name: m for m in tar.getmembers() if m.name.endswith("/" + artifacts.MANIFEST)}
+            for member in sorted(manifests):
+                shipped = json.loads(tar.extractfile(manifests[member]).read())
+                key = (shipped["name"], json.dumps(shipped["params"], sort_keys=True))
+                label = f"{shipped['name']} ({artifacts.label(shipped['params'])})"
+                if key not in built:
+                    out.append(f"{label}: not rebuilt")
+                    continue
+                for file, sha in sorted(shipped["files"].items()):
+                    if built[key]["files"].get(file) != sha:
+                        out.append(f"{label}: {file} differs")
+    return out

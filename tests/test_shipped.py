@@ -1,0 +1,121 @@
+"""The shipped world (helpers.shipped): packing, checksums, installing, comparing a rebuild.
+
+Uses a throwaway artifact in a temporary full-mode cache, so it runs in seconds in `make test`.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from helpers import artifacts, config, shipped
+
+
+@pytest.fixture
+def toy(tmp_path, monkeypatch):
+    """A temporary full-mode cache holding two entries of a toy artifact that reads one setting."""
+    monkeypatch.setenv("HELPERS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HELPERS_FAST", "0")
+
+    @artifacts.register("toy_for_shipping", version="1")
+    def _build(folder, k: int):
+        (folder / "weights.bin").write_bytes(bytes(range(k)) * 100)
+        return pd.DataFrame({"k": [k] * 3, "seed": [config.world().seed] * 3})
+
+    artifacts.forget()
+    for k in (3, 5):
+        artifacts.load_or_build("toy_for_shipping", k=k)
+    yield tmp_path
+    artifacts.REGISTRY.pop("toy_for_shipping")
+    artifacts.forget()
+
+
+def test_pack_then_install_restores_usable_entries(toy):
+    where = toy / "world"
+    index = shipped.pack(where)
+    assert list(index["archives"]) == ["toy_for_shipping.tar.xz"]
+    assert len(index["archives"]["toy_for_shipping.tar.xz"]["entries"]) == 2
+    first = (where / "toy_for_shipping.tar.xz").read_bytes()
+    shipped.pack(where)  # deterministic: the same entries give the same bytes
+    assert (where / "toy_for_shipping.tar.xz").read_bytes() == first
+
+    import shutil
+    shutil.rmtree(toy / "cache")
+    artifacts.forget()
+    assert artifacts.why_invalid("toy_for_shipping", k=3) == "not built yet"
+    assert shipped.install(where) == {"added": 2, "present": 0, "entries": 2}
+    assert artifacts.why_invalid("toy_for_shipping", k=3) is None
+    assert artifacts.load_or_build("toy_for_shipping", k=5)["k"].tolist() == [5, 5, 5]
+    assert shipped.install(where)["present"] == 2  # a second install adds nothing
+    assert shipped.compare_rebuild(where) == []
+    assert not list((toy / "cache").rglob(".tmp-*"))
+
+
+def test_a_changed_setting_never_uses_a_shipped_entry(toy):
+    where = toy / "world"
+    shipped.pack(where)
+    with config.override("world", seed=7):
+        assert "setting world.seed changed" in artifacts.why_invalid("toy_for_shipping", k=3)
+        assert artifacts.load_or_build("toy_for_shipping", k=3)["seed"].tolist() == [7, 7, 7]
+    artifacts.forget()
+    assert artifacts.load_or_build("toy_for_shipping", k=3)["seed"].tolist() == [0, 0, 0]
+
+
+def test_a_corrupt_or_missing_shipped_file_names_the_file_and_the_fix(toy):
+    where = toy / "world"
+    shipped.pack(where)
+    archive = where / "toy_for_shipping.tar.xz"
+    data = bytearray(archive.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    archive.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"toy_for_shipping\.tar\.xz is corrupt.*git checkout.*make world"):
+        shipped.install(where)
+    archive.unlink()
+    with pytest.raises(ValueError, match=r"toy_for_shipping\.tar\.xz is missing"):
+        shipped.verify(where)
+    (where / "index.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"index\.json is not valid JSON"):
+        shipped.read_index(where)
+
+
+def test_compare_rebuild_reports_a_file_that_differs(toy):
+    where = toy / "world"
+    shipped.pack(where)
+    index = json.loads((where / "index.json").read_text())
+    entry = index["archives"]["toy_for_shipping.tar.xz"]["entries"][0]
+    folder = artifacts.entry_folder(entry)
+    # a rebuild that trains other weights: same artifact and parameters, another file
+    (folder / "weights.bin").write_bytes(b"other floats")
+    manifest = json.loads((folder / artifacts.MANIFEST).read_text())
+    manifest["files"]["weights.bin"] = artifacts._sha256(folder / "weights.bin")
+    (folder / artifacts.MANIFEST).write_text(json.dumps(manifest))
+    artifacts.forget()
+    assert shipped.compare_rebuild(where) == [f"toy_for_shipping (k={entry['params']['k']}): weights.bin differs"]
+
+
+def test_fast_mode_never_uses_the_shipped_world(monkeypatch):
+    monkeypatch.setenv("HELPERS_FAST", "1")
+    assert "not used in fast mode" in shipped.use()
+    with pytest.raises(ValueError, match="full-mode world"):
+        shipped.pack()
+
+
+def test_use_installs_the_shipped_world_and_says_whether_it_is_in_use(toy, monkeypatch):
+    import shutil
+
+    where = toy / "world"
+    shipped.pack(where)
+    monkeypatch.setattr(shipped, "SHIPPED_DIR", where)
+    shutil.rmtree(toy / "cache")
+    artifacts.forget()
+    assert shipped.use() == "shipped world: verified, 2 of 2 shipped entries in use"
+    assert artifacts.why_invalid("toy_for_shipping", k=5) is None  # unpacked by use()
+    with config.override("world", seed=7):
+        assert "verified, 0 of 2 shipped entries in use (the others: settings changed" in shipped.use()
+    index = json.loads((where / "index.json").read_text())
+    index["versions"]["torch"] = "0.1"
+    (where / "index.json").write_text(json.dumps(index))
+    assert "NOT USED: it was built with other package versions" in shipped.use()
+    (where / "index.json").unlink()
+    assert "none in data/world/" in shipped.use()
