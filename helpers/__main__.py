@@ -66,6 +66,21 @@ def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
     return sorted(NOTEBOOK_DIR.glob(pattern))
 
 
+def join_streams(nb) -> None:
+    """Join each cell's consecutive pieces of one stream: the kernel splits them at random flushes,
+    so a rerun that prints the same text writes the same file."""
+    for cell in nb.cells:
+        joined = []
+        for out in cell.get("outputs", []):
+            if joined and out.get("output_type") == "stream" and joined[-1].get("output_type") == "stream" \
+                    and joined[-1]["name"] == out["name"]:
+                joined[-1]["text"] += out["text"]
+            else:
+                joined.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = joined
+
+
 def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = False):
     """Execute one notebook in a fresh kernel (in the notebooks folder); returns seconds (or, with
     `keep`, the executed notebook)."""
@@ -75,6 +90,7 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
     NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     seconds = time.perf_counter() - start
+    join_streams(nb)
     if inplace:
         tmp = path.with_suffix(".ipynb.tmp")
         nbformat.write(nb, tmp)

@@ -34,3 +34,19 @@ def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(path: Path,
     text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                      for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "100000" in text  # the notebook says which threshold the world missed
+
+
+def test_join_streams_makes_a_rerun_write_the_same_file():
+    import nbformat
+
+    from helpers.__main__ import join_streams
+
+    out = nbformat.v4.new_output
+    split = nbformat.v4.new_code_cell("", outputs=[out("stream", name="stdout", text="a\n"), out("stream", name="stdout", text="b\n"),
+                                                   out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="c\n")])
+    whole = nbformat.v4.new_code_cell("", outputs=[out("stream", name="stdout", text="a\nb\n"),
+                                                   out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="c\n")])
+    nb, again = nbformat.v4.new_notebook(cells=[split]), nbformat.v4.new_notebook(cells=[whole])
+    join_streams(nb)
+    join_streams(again)
+    assert nbformat.writes(nb) == nbformat.writes(again)  # stderr between them keeps stdout pieces apart
