@@ -25,9 +25,9 @@ data: $(STAMP)  ## unpack the shipped world (data/world/), then build whatever i
 	$(PY) -m helpers build
 
 world: $(STAMP)  ## rebuild every artifact from scratch in data/scratch/, then compare it with data/world/
-	HELPERS_CACHE=data/scratch $(PY) -m helpers build --scratch
-	HELPERS_CACHE=data/scratch $(PY) -m helpers notebooks --no-save
-	HELPERS_CACHE=data/scratch $(PY) -m helpers verify-rebuild
+	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers build
+	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save
+	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers verify-rebuild
 
 pack: $(STAMP)  ## maintainers: write data/world/ from the cache, after `make notebooks`
 	$(PY) -m helpers pack

@@ -105,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None,
                         help="build: the last stage to build; notebooks: a glob of notebooks to run")
     parser.add_argument("--no-save", action="store_true", help="execute notebooks without writing outputs back")
-    parser.add_argument("--scratch", action="store_true", help="build: do not unpack the shipped world")
+    parser.add_argument("--scratch", action="store_true", help="do not unpack the shipped world (HELPERS_SHIPPED=0)")
     args = parser.parse_args(argv)
     if args.fast:
         os.environ["HELPERS_FAST"] = "1"
+    if args.scratch:
+        os.environ["HELPERS_SHIPPED"] = "0"  # the notebooks' setup cell then unpacks nothing either
     if args.command == "build":
-        if not (args.scratch or config.fast_mode()) and shipped.read_index() is not None:
+        if os.environ.get("HELPERS_SHIPPED", "1") != "0" and not config.fast_mode() and shipped.read_index() is not None:
             print(f"shipped world: {shipped.install()}", flush=True)
         build_all(args.only)
     elif args.command == "pack":

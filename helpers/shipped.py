@@ -14,7 +14,8 @@ archive's SHA-256, size and entries, and the package versions they were built wi
   rebuilds it when anything differs, so a changed setting never shows a shipped number.
 - `pack()` (`python -m helpers pack`, after a complete build and notebook run) writes the archives.
   They are deterministic: the same entries give the same bytes, so repacking leaves `git status` clean.
-- `compare_rebuild(cache)` checks a from-scratch rebuild (`make world`) against the shipped checksums.
+- `compare_rebuild()` checks a from-scratch rebuild (`make world`, which sets HELPERS_SHIPPED=0 so that
+  nothing is unpacked) against the shipped checksums.
 
 Layer 2: imports `helpers.config` and `helpers.artifacts`. Used by `helpers.__main__` and the setup
 cell of every notebook (`helpers.notebook`).
@@ -124,6 +125,8 @@ def use() -> str:
     cell of every notebook prints it)."""
     if config.fast_mode():
         return "shipped world: not used in fast mode (small sizes, built in seconds)"
+    if os.environ.get("HELPERS_SHIPPED", "1") == "0":
+        return "shipped world: not used (HELPERS_SHIPPED=0: everything is built on this machine, as `make world` does)"
     try:
         index = read_index()
         if index is None:

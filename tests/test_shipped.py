@@ -117,5 +117,8 @@ def test_use_installs_the_shipped_world_and_says_whether_it_is_in_use(toy, monke
     index["versions"]["torch"] = "0.1"
     (where / "index.json").write_text(json.dumps(index))
     assert "NOT USED: it was built with other package versions" in shipped.use()
+    monkeypatch.setenv("HELPERS_SHIPPED", "0")
+    assert "not used (HELPERS_SHIPPED=0" in shipped.use()
+    monkeypatch.delenv("HELPERS_SHIPPED")
     (where / "index.json").unlink()
     assert "none in data/world/" in shipped.use()
