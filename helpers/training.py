@@ -120,7 +120,7 @@ def train_run(folder: Path, seed: int | None = None, stop_after: int | None = No
             window.clear()
 
     loop.train(model, optim, batches(), lambda pairs: training_step_loss(model, tokenizer, pairs), scheduler=sched,
-               clip_norm=1.0, after_step=after_step, total=s.train_steps, desc="training")
+               clip_norm=1.0, after_step=after_step, total=min(s.train_steps, stop_after or s.train_steps), desc="training")
     return pd.DataFrame(log)
 
 
