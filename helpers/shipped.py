@@ -22,6 +22,7 @@ cell of every notebook (`helpers.notebook`).
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
 import json
@@ -86,38 +87,59 @@ def _mode_root() -> Path:
     return config.cache_dir()
 
 
-def install(where: Path | None = None) -> dict:
-    """Verify the shipped archives and unpack every entry the cache lacks; returns counts.
+_DAMAGED = ("manifest is missing", "manifest is corrupt", "files are missing or corrupt")
 
-    An entry whose folder already exists is left alone (the cache checks it on use), and an archive
-    with nothing missing is not opened. Each entry is unpacked into a temporary folder and renamed
-    into place, so an interrupted install leaves no partial entry.
+
+def _needs_unpacking(entry: dict) -> bool:
+    """True where the entry's folder is missing, or holds a partial or corrupt copy of it."""
+    return not artifacts.entry_folder(entry).exists() or artifacts.entry_problem(entry) in _DAMAGED
+
+
+def install(where: Path | None = None) -> dict:
+    """Verify the shipped archives and unpack every entry the cache lacks or holds damaged; returns
+    counts (`added`: unpacked now, `present`: already there).
+
+    An intact entry is left alone (the cache checks it on use), and an archive with nothing to unpack
+    is not opened. Each entry is unpacked into a temporary folder and renamed into place, so an
+    interrupted install leaves no partial entry; a damaged copy is moved aside first, then removed.
     """
     where = SHIPPED_DIR if where is None else where
     index, root = verify(where), _mode_root()
     added = present = 0
     for name, info in sorted(index["archives"].items()):
-        missing = {str(artifacts.entry_folder(e).relative_to(root)) for e in info["entries"]
-                   if not artifacts.entry_folder(e).exists()}
-        present += len(info["entries"]) - len(missing)
-        if not missing:
+        todo = {str(artifacts.entry_folder(e).relative_to(root)) for e in info["entries"] if _needs_unpacking(e)}
+        present += len(info["entries"]) - len(todo)
+        if not todo:
             continue
         with tarfile.open(where / name, "r:xz") as tar:
             members = tar.getmembers()
-            for entry in sorted(missing):
-                final = root / entry
-                tmp = final.parent / f".tmp-{uuid.uuid4().hex[:8]}"
-                tmp.mkdir(parents=True)
-                try:
-                    inside = [m for m in members if m.name.startswith(entry + "/")]
-                    for m in inside:
-                        m.name = m.name[len(entry) + 1:]
-                    tar.extractall(tmp, members=inside, filter="data")
-                    os.replace(tmp, final)
-                finally:
-                    shutil.rmtree(tmp, ignore_errors=True)
+            for entry in sorted(todo):
+                _unpack_entry(tar, members, entry, root / entry)
                 added += 1
+    artifacts.forget()  # entries replaced on disk are checked again
     return {"added": added, "present": present, "entries": added + present}
+
+
+def _unpack_entry(tar: tarfile.TarFile, members: list, entry: str, final: Path) -> None:
+    tmp = final.parent / f".ship-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    old = final.with_name(f".old-{final.name}-{uuid.uuid4().hex[:8]}") if final.exists() else None
+    try:
+        inside = [copy.copy(m) for m in members if m.name.startswith(entry + "/")]
+        for m in inside:
+            m.name = m.name[len(entry) + 1:]
+        tar.extractall(tmp, members=inside, filter="data")
+        if old is not None:
+            os.replace(final, old)
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another process unpacked it meanwhile
+            if not final.exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def use() -> str:

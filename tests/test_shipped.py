@@ -122,3 +122,16 @@ def test_use_installs_the_shipped_world_and_says_whether_it_is_in_use(toy, monke
     monkeypatch.delenv("HELPERS_SHIPPED")
     (where / "index.json").unlink()
     assert "none in data/world/" in shipped.use()
+
+
+def test_install_repairs_a_damaged_entry(toy):
+    where = toy / "world"
+    index = shipped.pack(where)
+    entry = index["archives"]["toy_for_shipping.tar.xz"]["entries"][0]
+    weights = artifacts.entry_folder(entry) / "weights.bin"
+    weights.write_bytes(b"half a file")  # a corrupt copy in the cache
+    artifacts.forget()
+    assert artifacts.entry_problem(entry) == "files are missing or corrupt"
+    assert shipped.install(where) == {"added": 1, "present": 1, "entries": 2}
+    assert artifacts.entry_problem(entry) is None
+    assert not [p for p in weights.parent.parent.iterdir() if p.name.startswith((".ship-", ".old-"))]
