@@ -97,7 +97,8 @@ def _params_dir(name: str, params: dict) -> Path:
     return config.cache_dir() / name / safe
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file, read in 1 MB chunks (manifests here; the shipped archives in `shipped`)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -106,7 +107,7 @@ def _sha256(path: Path) -> str:
 
 
 def _files(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): _sha256(p) for p in sorted(folder.rglob("*"))
+    return {str(p.relative_to(folder)): sha256_file(p) for p in sorted(folder.rglob("*"))
             if p.is_file() and p.name != MANIFEST}
 
 

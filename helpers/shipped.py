@@ -41,14 +41,6 @@ RESTORE = ("restore it with `git checkout -- {path}` (or a fresh clone), or rebu
            "without the shipped files with `make world`")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def read_index(where: Path | None = None) -> dict | None:
     """The shipped index, or None where nothing is shipped. A corrupt index is a `ValueError`."""
     where = SHIPPED_DIR if where is None else where
@@ -75,7 +67,7 @@ def verify(where: Path | None = None) -> dict:
         path = where / name
         if not path.exists():
             raise ValueError(f"shipped file {path} is missing; " + RESTORE.format(path=path))
-        if path.stat().st_size != info["bytes"] or _sha256(path) != info["sha256"]:
+        if path.stat().st_size != info["bytes"] or artifacts.sha256_file(path) != info["sha256"]:
             raise ValueError(f"shipped file {path} is corrupt (its SHA-256 differs from {where / INDEX}); "
                              + RESTORE.format(path=path))
     return index

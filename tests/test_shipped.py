@@ -88,7 +88,7 @@ def test_compare_rebuild_reports_a_file_that_differs(toy):
     # a rebuild that trains other weights: same artifact and parameters, another file
     (folder / "weights.bin").write_bytes(b"other floats")
     manifest = json.loads((folder / artifacts.MANIFEST).read_text())
-    manifest["files"]["weights.bin"] = artifacts._sha256(folder / "weights.bin")
+    manifest["files"]["weights.bin"] = artifacts.sha256_file(folder / "weights.bin")
     (folder / artifacts.MANIFEST).write_text(json.dumps(manifest))
     artifacts.forget()
     assert shipped.compare_rebuild(where) == [f"toy_for_shipping (k={entry['params']['k']}): weights.bin differs"]
