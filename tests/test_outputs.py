@@ -11,6 +11,7 @@ from the build's manifests), so a code change that moves any printed number must
 """
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import nbformat
 import pytest
 
 from helpers import shipped
-from helpers.__main__ import notebook_paths, run_notebook
+from helpers.__main__ import join_streams, notebook_paths, run_notebook
 
 NOTEBOOKS = notebook_paths()
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -33,6 +34,8 @@ def sanitize(text: str) -> str:
 def cell_outputs(nb) -> list[tuple[str, ...]]:
     """Per code cell: its outputs as sanitized text (a stream's consecutive pieces joined), plus the
     number of images."""
+    nb = copy.deepcopy(nb)
+    join_streams(nb)
     out = []
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -40,10 +43,7 @@ def cell_outputs(nb) -> list[tuple[str, ...]]:
         texts, images = [], 0
         for o in cell.get("outputs", []):
             if o["output_type"] == "stream":
-                if texts and texts[-1].startswith(o["name"] + ": "):
-                    texts[-1] += o["text"]
-                else:
-                    texts.append(f"{o['name']}: {o['text']}")
+                texts.append(f"{o['name']}: {o['text']}")
             elif o["output_type"] == "error":
                 texts.append(f"error: {o['ename']}: {o['evalue']}")
             else:
