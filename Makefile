@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # The CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: test notebooks data world pack lab bench clean
+.PHONY: test notebooks data world pack lab bench clean book check-site
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,25 @@ bench: $(STAMP)  ## benchmarks (not part of make test)
 	$(PY) tests/benchmarks/bench_metrics.py
 	$(PY) tests/benchmarks/bench_stats.py
 	$(PY) tests/benchmarks/bench_series.py
+
+# The course website, from the committed executed notebooks (never re-executed); book/conf.py. Fails on any
+# Sphinx warning (a broken link or anchor, bad markup) and on a broken internal link in the HTML.
+book: $(STAMP)  ## the course website in build/site (docs/guide.md is the front page)
+	rm -rf build/site build/doctrees build/jupyter_execute
+	$(VENV)/bin/sphinx-build -b html -c book -d build/doctrees -W --keep-going -q . build/site
+	$(PY) tools/check_links.py build/site
+
+# Not part of make test: every page of build/site in headless Chromium (Debian's chromium, driven by
+# Playwright from .venv-site), then notebook 01's explorer in JupyterLab; screenshots in build/screenshots/.
+# The notebook whose ipywidgets explorer (the cell tagged `explorer`) check-site moves.
+CHECK_NOTEBOOK ?= notebooks/01_reliability_diagrams_and_ece.ipynb
+check-site: book  ## check the website and the notebook explorer in a real browser
+	tools/install_chromium.sh
+	test -x $(VENV)/bin/jupyter-lab || $(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH)
+	test -x .venv-site/bin/python || $(PYTHON) -m venv .venv-site
+	.venv-site/bin/python -m pip install --quiet -r tools/requirements-site.txt
+	.venv-site/bin/python tools/check_site.py --site build/site --screenshots build/screenshots \
+		--lab-python $(PY) --notebook $(CHECK_NOTEBOOK)
 
 clean:  ## remove the caches and the virtual environment (never the shipped data/world/)
 	rm -rf data/cache data/scratch $(VENV)

@@ -11,8 +11,10 @@ and that no two modules import each other, directly or through others):
 4. ``decoding`` (greedy, sampling, beams; cached greedy results), ``shared_bootstrap`` (the bootstrap over pairs)
 5. ``training`` (the world's run and the checkpoint selection)
 6. ``rl`` (notebook 01's post-training) and ``confidence.*`` (the methods; acyclic among themselves)
-7. ``comparison`` (the results tables of notebooks 05 and 06), ``findings`` (the claims, decided by the bootstrap)
-8. ``notebook`` (the setup cell), ``__main__`` (the command line)
+7. ``comparison`` (the results tables of notebooks 05 and 06), ``findings`` (the claims, decided by the bootstrap),
+   ``explorers`` (ipywidgets controls over the figures)
+8. ``notebook`` (the setup cell), ``twins`` (the learner's notebooks, derived from the answer twins),
+   ``__main__`` (the command line)
 
 Importing the package imports the modules that register cached artifacts (``training``,
 ``decoding``, ``rl``, ``confidence.*``, ``comparison``), so that `helpers.artifacts` can build any
@@ -32,8 +34,8 @@ LAYERS = [
     ["decoding", "shared_bootstrap"],
     ["training"],
     ["rl", "confidence"],
-    ["comparison", "findings"],
-    ["notebook", "__main__"],
+    ["comparison", "findings", "explorers"],
+    ["notebook", "twins", "__main__"],
 ]
 
 from . import comparison, decoding, rl, training  # noqa: E402,F401  (register their builders)

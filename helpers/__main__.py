@@ -2,7 +2,9 @@
 
 - `build`: unpack the shipped world (`helpers.shipped`), then build whatever is missing;
   `build --scratch` ignores the shipped files (`make world`).
-- `notebooks`: execute the notebooks in place (`--only GLOB`, `--no-save`).
+- `notebooks`: execute the notebooks in place (`--only GLOB`, `--no-save`): each chapter's answer twin
+  (notebooks/solutions/) where it exists, saving the twin and its learner's copy (`helpers.twins`).
+- `twins`: rewrite the learner's notebooks from their twins, without executing anything (`--only GLOB`).
 - `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them.
 
 The top layer: imports whatever the build stages need.
@@ -18,7 +20,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from . import artifacts, config, rl, shipped
+from . import artifacts, config, explorers, rl, shipped, twins
 from .comparison import TABLES, comparison
 from .confidence import self_consistency as sc
 from .confidence import verbalized
@@ -63,7 +65,11 @@ def build_all(only: str | None = None) -> None:
 
 
 def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
-    return sorted(NOTEBOOK_DIR.glob(pattern))
+    """The notebooks to execute, by file name: a chapter's answer twin (notebooks/solutions/, which holds
+    the whole chapter) where it exists, else the notebook itself (no solutions/ folder: every notebook)."""
+    found = {p.name: p for p in NOTEBOOK_DIR.glob(pattern)}
+    found.update({p.name: p for p in (NOTEBOOK_DIR / twins.SOLUTIONS).glob(pattern)})
+    return [found[name] for name in sorted(found)]
 
 
 def join_streams(nb) -> None:
@@ -82,30 +88,37 @@ def join_streams(nb) -> None:
 
 
 def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = False):
-    """Execute one notebook in a fresh kernel (in the notebooks folder); returns seconds (or, with
-    `keep`, the executed notebook)."""
+    """Execute one notebook in a fresh kernel (in the notebooks folder, also for an answer twin);
+    returns seconds (or, with `keep`, the executed notebook). Saving a twin also writes its learner's copy."""
     nb = nbformat.read(path, as_version=4)
+    folder = twins.student_path(path).parent if twins.is_twin(path) else path.parent
+    if inplace and twins.is_twin(path):
+        twins.student_copy(nb, path.name)  # a solution out of place fails now, not after the run
     start = time.perf_counter()
     # No timing metadata: a rerun that computes the same outputs writes the same file (git status stays clean).
     NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+                   resources={"metadata": {"path": str(folder)}}).execute()
     seconds = time.perf_counter() - start
     join_streams(nb)
+    explorers.strip_widgets(nb)  # the explorers' static figures stay; random widget ids would change every run
     if inplace:
         tmp = path.with_suffix(".ipynb.tmp")
         nbformat.write(nb, tmp)
         os.replace(tmp, path)
+        if twins.is_twin(path):
+            twins.write_student_copy(path)
     return nb if keep else seconds
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers")
-    parser.add_argument("command", choices=["build", "notebooks", "pack", "verify-rebuild"])
+    parser.add_argument("command", choices=["build", "notebooks", "twins", "pack", "verify-rebuild"])
     parser.add_argument("--fast", action="store_true", help="small sizes (HELPERS_FAST=1), as in `make test`")
     parser.add_argument("--only", default=None,
-                        help="build: the last stage to build; notebooks: a glob of notebooks to run")
+                        help="build: the last stage to build; notebooks, twins: a glob of notebook file names")
     parser.add_argument("--no-save", action="store_true", help="execute notebooks without writing outputs back")
     parser.add_argument("--scratch", action="store_true", help="do not unpack the shipped world (HELPERS_SHIPPED=0)")
+    parser.add_argument("--read-log", default=None, help="pack: ship only the entries this HELPERS_READ_LOG file lists")
     args = parser.parse_args(argv)
     if args.fast:
         os.environ["HELPERS_FAST"] = "1"
@@ -116,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"shipped world: {shipped.install()}", flush=True)
         build_all(args.only)
     elif args.command == "pack":
-        index = shipped.pack()
+        index = shipped.pack(read_log=None if args.read_log is None else Path(args.read_log))
         for name, info in sorted(index["archives"].items()):
             print(f"{name}: {info['bytes'] / 1e6:.1f} MB, {len(info['entries'])} entries")
         print(f"shipped world: {index['total_bytes'] / 1e6:.1f} MB in {shipped.SHIPPED_DIR}")
@@ -124,10 +137,13 @@ def main(argv: list[str] | None = None) -> int:
         differences = shipped.compare_rebuild()
         print("\n".join(differences) or "the cache reproduces every shipped file")
         return 1 if differences else 0
+    elif args.command == "twins":
+        for path in twins.write_student_copies(NOTEBOOK_DIR, args.only or "*.ipynb"):
+            print(f"rewrote {path.relative_to(NOTEBOOK_DIR.parent)}", flush=True)
     else:
         for path in notebook_paths(args.only or "*.ipynb"):
             seconds = run_notebook(path, inplace=not args.no_save)
-            print(f"{path.name}: {seconds:.1f} s", flush=True)
+            print(f"{path.relative_to(NOTEBOOK_DIR)}: {seconds:.1f} s", flush=True)
     return 0
 
 

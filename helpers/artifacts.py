@@ -298,7 +298,16 @@ def folder(name: str, **params) -> Path:
         print(f"building {name} ({label(params)}): {reason}", file=sys.stderr, flush=True)
         found = build(name, **params)
     _record_dep(name, params, found)
+    _log_read(found)
     return found
+
+
+def _log_read(found: Path) -> None:
+    """With HELPERS_READ_LOG set, append the entry's name/params/id: `shipped.pack` ships what was read."""
+    log = os.environ.get("HELPERS_READ_LOG")
+    if log:
+        with open(log, "a") as handle:  # one short line per write: appends from several kernels do not mix
+            handle.write(found.parent.parent.name + "/" + found.name + "\n")
 
 
 def load_or_build(name: str, **params) -> Any:

@@ -9,13 +9,15 @@ Layer 8: imports the metrics, the checkpoints, decoding and every confidence met
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import config, contrast, metrics, shared_bootstrap, stats
+from . import config, contrast, findings, metrics, shared_bootstrap, stats
 from .artifacts import load_or_build, register
 from .checkpoints import get_checkpoints
 from .confidence import adapters, baselines, p_true, posthoc
@@ -49,25 +51,32 @@ def _recalibrated(method: str, name: str) -> pd.DataFrame:
     # The non-oracle adapter, recalibrated without oracle labels: one map fitted on the training
     # checkpoint's own adapter_train answers, applied to every evaluation checkpoint.
     src = _ck().training[-1]
-    fit_on = adapters.adapter_results("adapter_train", [src], source=src)
-    return posthoc.recalibrate_per_checkpoint(fit_on, _adapters("test", src), method, fit_checkpoint=src)
+    return _per_seed(lambda s: posthoc.recalibrate_per_checkpoint(
+        adapters.adapter_results("adapter_train", [src], source=src, seed=s),
+        adapters.adapter_results("test", _ck().evaluation, source=src, seed=s), method, fit_checkpoint=src))
+
+
+def _per_seed(make: Callable[[int], pd.DataFrame]) -> pd.DataFrame:
+    """make(seed) for every adapter seed, stacked with a ``seed`` column (metrics average over seeds)."""
+    return pd.concat([make(s).assign(seed=s) for s in config.adapters().seeds], ignore_index=True)
 
 
 def _adapters(split, source, **kw):
-    return adapters.adapter_results(split, _ck().evaluation, source=source, **kw)
+    return adapters.seeded_results(split, _ck().evaluation, source=source, **kw)
 
 
 def _multi_answer() -> pd.DataFrame:
-    return adapters.multi_answer_results(_ck().training[-1])
+    return _per_seed(lambda s: adapters.multi_answer_results(_ck().training[-1], seed=s))
 
 
 def _copy(kind: str) -> pd.DataFrame:
     src = _ck().training[-1]
     if kind == "sc":
         both = _sc("test", [src, *_ck().evaluation])
-    else:  # what the training checkpoint's own adapter said about its own answers
-        both = pd.concat([adapters.adapter_results("test", [src], source=src), _adapters("test", src)])
-    return contrast.copy_confidences(both, src, _ck().evaluation)
+        return contrast.copy_confidences(both, src, _ck().evaluation)
+    # what the training checkpoint's own adapter (each seed) said about its own answers
+    return _per_seed(lambda s: contrast.copy_confidences(
+        adapters.adapter_results("test", [src, *_ck().evaluation], source=src, seed=s), src, _ck().evaluation))
 
 
 def _surrogate_sc() -> pd.DataFrame:
@@ -83,6 +92,8 @@ METHODS: dict[str, Callable[[], pd.DataFrame]] = {
     "non-oracle adapter": lambda: _adapters("test", _ck().training[-1]),
     "multi-answer adapter": lambda: _multi_answer(),
     "multi-checkpoint adapter": lambda: _adapters("test", "multi"),
+    # The oracle setting (paper §1, Table 3): one adapter trained on every evaluation checkpoint's own answers.
+    "multi-checkpoint oracle adapter": lambda: _adapters("test", list(_ck().evaluation)),
     # As many rows as the multi-checkpoint run, all from the last training checkpoint (notebook 06).
     "single-checkpoint data": lambda: _adapters("test", _ck().training[-1],
                                                 n_examples=len(_ck().training) * config.splits().n_adapter_train),
@@ -107,8 +118,8 @@ TABLES = {
     "05": ["oracle adapter", "non-oracle adapter", "P(True)", "self-consistency", "token probability", "SC + isotonic",
            "SC + temperature", "SC + Platt", "non-oracle + isotonic", "checkpoint index", "GCM", "copy (SC)",
            "copy (non-oracle adapter)", "surrogate (SC)", "surrogate (non-oracle adapter)"],
-    "06": ["oracle adapter", "multi-checkpoint adapter", "single-checkpoint data", "multi-answer adapter",
-           "non-oracle adapter"],
+    "06": ["oracle adapter", "multi-checkpoint oracle adapter", "multi-checkpoint adapter", "single-checkpoint data",
+           "multi-answer adapter", "non-oracle adapter"],
 }
 
 
@@ -124,10 +135,11 @@ def scores(df: pd.DataFrame, pairs, min_size: int, checkpoints=None, normalizer=
 
     Full set over `checkpoints` (default: the evaluation checkpoints): AUC, Brier, ECE, SmoothECE.
     Contrast sets over `pairs` with at least `min_size` questions: AUC, Brier, ECE, SmoothECE, Δ,
-    Δ class-balanced and the number of pairs. Used by the tables here and by notebook 04.
+    Δ class-balanced and the number of pairs. A frame with a ``seed`` column (a trained method) gets the
+    mean over its seeds (paper A.8.1). Used by the tables here and by notebook 04.
     """
-    full = metrics.full_set_metrics(df, _ck().evaluation if checkpoints is None else checkpoints)
-    cont = contrast.contrast_metrics(df, pairs, min_size=min_size, normalizer=normalizer)
+    full = metrics.seed_average(metrics.full_set_metrics, df, _ck().evaluation if checkpoints is None else checkpoints)
+    cont = metrics.seed_average(contrast.contrast_metrics, df, pairs, min_size=min_size, normalizer=normalizer)
     out = {("full set", label): full[key] for label, key in FULL_SET_METRICS}
     out.update({("contrast set", label): cont[key] for label, key in CONTRAST_METRICS + [("SmoothECE", "smooth_ece")]})
     out[("contrast set", "pairs")] = int(cont["n_pairs"])
@@ -139,7 +151,8 @@ def _table_scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
     return {key: every[key] for key in [("full set", label) for label, _ in FULL_SET_METRICS] + [("contrast set", label) for label, _ in CONTRAST_METRICS]}
 
 
-@register("comparison", version="3")  # 2: one question resample shared by the pairs; 3: class-balanced columns, non-oracle isotonic
+# 2: one question resample shared by the pairs; 3: class-balanced columns, non-oracle isotonic; 4: adapters over seeds
+@register("comparison", version="4")
 def _build_comparison(folder, methods: str, reference: str) -> dict:
     """Metrics of several methods and, for each cell, whether it is distinguishable from the reference."""
     names = methods.split("|")
@@ -148,20 +161,27 @@ def _build_comparison(folder, methods: str, reference: str) -> dict:
     min_size, n_resamples = config.contrast().min_size, config.bootstrap().table_resamples
     values = pd.DataFrame({name: _table_scores(df, pairs, min_size) for name, df in frames.items()}).T
     same = pd.DataFrame(False, index=values.index, columns=values.columns)
+    def full(key):
+        return lambda a, b: stats.full_set_bootstrap(key, a, b, _ck().evaluation, n=n_resamples, return_diffs=True)
+
+    def over_pairs(key):
+        return lambda a, b: shared_bootstrap.contrast_bootstrap_over_pairs(key, a, b, pairs, min_size, n=n_resamples)
+
+    # A trained method's frame holds one result per seed: the bootstrap averages them and covers their spread.
     for name in tqdm([n for n in names if n != reference], desc="bootstrap vs " + reference, leave=False):
         for label, key in FULL_SET_METRICS:
             if key in TESTED:
-                run = stats.full_set_bootstrap(key, frames[name], frames[reference], _ck().evaluation, n=n_resamples)
+                run = shared_bootstrap.over_seeds(full(key), frames[name], frames[reference])
                 same.loc[name, ("full set", label)] = run["contains_zero"]
         # Every method scores the same answers, so all share the contrast sets; in a world where no pair
         # reaches `min_size` the contrast cells are NaN and there is nothing to resample.
         has_pairs = np.isfinite(values.loc[reference, ("contrast set", "AUC")])
         for label, key in CONTRAST_METRICS:
             if key in TESTED and has_pairs:
-                run = shared_bootstrap.contrast_bootstrap_over_pairs(key, frames[name], frames[reference], pairs, min_size,
-                                                          n=n_resamples)
+                run = shared_bootstrap.over_seeds(over_pairs(key), frames[name], frames[reference])
                 same.loc[name, ("contrast set", label)] = run["contains_zero"]
-    return {"values": values, "indistinguishable": same, "reference": reference}
+    seeds = {name: len(metrics.seed_frames(df)) for name, df in frames.items()}
+    return {"values": values, "indistinguishable": same, "reference": reference, "seeds": seeds}
 
 
 def comparison(methods: list[str], reference: str = "oracle adapter") -> dict:
@@ -174,8 +194,40 @@ def comparison(methods: list[str], reference: str = "oracle adapter") -> dict:
     return load_or_build("comparison", methods="|".join(methods), reference=reference)
 
 
+@register("findings", version="1")
+def _build_findings(folder, claims: str) -> pd.DataFrame:
+    """The findings table of claims about named METHODS: every row's paired bootstrap, once."""
+    chosen = [findings.Claim(**c) for c in json.loads(claims)]
+    frames = {m: method_results(m) for c in tqdm(chosen, desc="claims' methods", leave=False) for m in (c.a, c.b)}
+    pairs, min_size = contrast.all_pairs(_ck().evaluation), config.contrast().min_size
+    return findings.findings_table([findings.decide(c, frames, _ck().evaluation, pairs, min_size)
+                                    for c in tqdm(chosen, desc="claims", leave=False)])
+
+
+def decided(claims) -> pd.DataFrame:
+    """`findings.decide` for each claim about METHODS, as one cached table (notebooks 05 and 06)."""
+    unknown = sorted({m for c in claims for m in (c.a, c.b)} - set(METHODS))
+    if unknown:
+        raise ValueError(f"claims compare unknown methods {unknown}; choose from {list(METHODS)}")
+    return load_or_build("findings", claims=json.dumps([dataclasses.asdict(c) for c in claims], sort_keys=True))
+
+
+@register("gcm_test", version="1")
+def _build_gcm_test(folder) -> dict:
+    """The GCM's contrast-set headroom against the verifier's own knowledge (`findings.gcm_headroom`)."""
+    return findings.gcm_headroom(method_results("oracle adapter"), method_results("GCM"), baselines.verifier_correct("test"),
+                                 contrast.all_pairs(_ck().evaluation), config.contrast().min_size)
+
+
+def gcm_test() -> dict:
+    """The cached GCM test of notebooks 05 and 06 (the paper's §3.2 and Figure 2)."""
+    return load_or_build("gcm_test")
+
+
 def marked(table: dict, digits: int = 3) -> pd.DataFrame:
     """The values as text, with † where the bootstrap cannot tell the cell from the reference (paper A.8.2)."""
     values, same = table["values"], table["indistinguishable"]
     text = values.map(lambda v: f"{v:.{digits}f}" if isinstance(v, float) and np.isfinite(v) else str(v))
-    return text.where(~same | (values.index == table["reference"])[:, None], text + " †")
+    text = text.where(~same | (values.index == table["reference"])[:, None], text + " †")
+    seeds = table.get("seeds", {})  # trained methods: the mean over this many seeds
+    return text.rename(index=lambda m: f"{m} (mean of {seeds[m]} seeds)" if seeds.get(m, 1) > 1 else m)

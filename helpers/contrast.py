@@ -357,6 +357,13 @@ def _pair_list(pairs) -> list[tuple[str, str]]:
     return pairs
 
 
+def pooled_normalizer(normalizer, df: pd.DataFrame, pairs, min_size: int = 500) -> Normalizer | None:
+    """`normalizer` made callable for one method's frame: "fitted" is fitted on its pooled included pairs,
+    as `contrast_metrics_per_pair` does (used by `shared_bootstrap`, so findings can use it too)."""
+    contrasts = {pair: contrast_set(df, *pair) for pair in _pair_list(pairs)}
+    return _resolve_normalizer(normalizer, contrasts, {p: len(c) for p, c in contrasts.items()}, min_size)
+
+
 def _resolve_normalizer(normalizer, contrasts, sizes, min_size) -> Normalizer | None:
     if normalizer is None or callable(normalizer):
         return normalizer

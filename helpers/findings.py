@@ -14,7 +14,7 @@ both methods); full-set metrics use `stats.full_set_bootstrap` (stratified by co
 hold by construction (a copy ablation's contrast AUC is exactly 0.5) are `Check`s of the machinery and
 are never counted as findings.
 
-Layer 7: imports metrics, stats and shared_bootstrap.
+Layer 7: imports metrics, stats, contrast and shared_bootstrap.
 """
 from __future__ import annotations
 
@@ -24,9 +24,12 @@ import numpy as np
 import pandas as pd
 
 from . import metrics, stats
-from .shared_bootstrap import contrast_bootstrap_over_pairs
+from .contrast import contrast_rows
+from .shared_bootstrap import (contrast_bootstrap_over_pairs, over_seeds, pair_values, question_weights,
+                               seed_resampled_mean)
 
 DIRECTIONS = ("higher", "lower")
+CONTRAST_ONLY = ("auc_cb", "brier_cb", "delta_cb")  # class-balanced: the mean over improvements and regressions
 VERDICTS = ("reproduced", "contradicted", "inconclusive")
 
 
@@ -40,6 +43,7 @@ class Claim:
     b: str
     direction: str
     source: str = ""
+    normalizer: str | None = None  # contrast metrics: None (independence, A.1) or "fitted" (B.1)
 
     @property
     def parts(self) -> tuple[str, str]:
@@ -51,9 +55,10 @@ class Claim:
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {self.direction!r}")
         where, key = self.parts
-        if where not in ("full set", "contrast set") or key not in stats.METRICS:
-            raise ValueError(f"metric must be 'full set <m>' or 'contrast set <m>' with m in {stats.METRICS}, "
-                             f"got {self.metric!r}")
+        allowed = stats.METRICS if where == "full set" else CONTRAST_ONLY + tuple(stats.METRICS)
+        if where not in ("full set", "contrast set") or key not in allowed:
+            raise ValueError(f"metric must be 'full set <m>' with m in {stats.METRICS} or 'contrast set <m>', m also "
+                             f"one of {CONTRAST_ONLY}; got {self.metric!r}")
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,16 @@ TABLE_CLAIMS = [
           "self-consistency", "surrogate (SC)", "higher", "§3.2, §B.2"),
     Claim("self-consistency beats its copy ablation on contrast sets", "contrast set AUC",
           "self-consistency", "copy (SC)", "higher", "§3.2, §B.2"),
+    Claim("temperature scaling lowers self-consistency's full-set ECE", "full set ECE",
+          "SC + temperature", "self-consistency", "lower", "§B.2"),
+    Claim("Platt scaling lowers self-consistency's full-set ECE", "full set ECE",
+          "SC + Platt", "self-consistency", "lower", "§B.2"),
+    Claim("P(True), read from the evaluated weights without training, falls below oracle training on contrast sets",
+          "contrast set AUC", "P(True)", "oracle adapter", "lower", "§3.2; Kadavath et al. 2022"),
+    Claim("once improvements and regressions count equally, the checkpoint-index baseline falls below oracle "
+          "training on contrast sets", "contrast set auc_cb", "checkpoint index", "oracle adapter", "lower", "§3.1.1, §A.3"),
+    Claim("under the fitted normalization too, self-consistency falls below oracle training on contrast sets",
+          "contrast set AUC", "self-consistency", "oracle adapter", "lower", "§B.1", normalizer="fitted"),
 ]
 
 
@@ -100,25 +115,28 @@ def verdict(diffs, direction: str) -> tuple[str, float, float]:
 
 def decide(claim: Claim, frames: dict, checkpoints, pairs, min_size: int, n: int | None = None, seed: int = 0) -> dict:
     """One row of a findings table: the claim, both values, the difference, its 5th-95th percentile
-    range over resamples and the verdict. `frames` maps names to results frames on the same questions."""
+    range over resamples, the number of seeds and the verdict. `frames` maps names to results frames on
+    the same questions; a trained method's frame has a ``seed`` column (see `shared_bootstrap.over_seeds`)."""
     missing = [x for x in (claim.a, claim.b) if x not in frames]
     if missing:
         raise ValueError(f"claim {claim.claim!r} compares {missing}, which are not in frames ({list(frames)})")
     where, key = claim.parts
-    row = {"claim": claim.claim, "metric": claim.metric, "a": claim.a, "b": claim.b, "claimed": claim.direction,
-           "source": claim.source}
-    try:
-        if where == "full set":
-            run = stats.full_set_bootstrap(key, frames[claim.a], frames[claim.b], checkpoints, n=n, seed=seed,
-                                           return_diffs=True)
-        else:
-            run = contrast_bootstrap_over_pairs(key, frames[claim.a], frames[claim.b], pairs, min_size, n=n, seed=seed)
+    row = {"claim": claim.claim, "metric": claim.metric + (f" ({claim.normalizer} normalization)" if claim.normalizer else ""),
+           "a": claim.a, "b": claim.b, "claimed": claim.direction, "source": claim.source}
+    if where == "full set":
+        def one(a, b):
+            return stats.full_set_bootstrap(key, a, b, checkpoints, n=n, seed=seed, return_diffs=True)
+    else:
+        def one(a, b):
+            return contrast_bootstrap_over_pairs(key, a, b, pairs, min_size, n=n, seed=seed, normalizer=claim.normalizer)
+    try:  # a trained method brings one frame per seed: values average over seeds, the interval covers them
+        run = over_seeds(one, frames[claim.a], frames[claim.b], seed=seed)
     except ValueError as err:  # e.g. no pair reaches min_size in this world
         return {**row, "value a": np.nan, "value b": np.nan, "difference": np.nan, "5%": np.nan, "95%": np.nan,
-                "verdict": f"not testable here ({err})"}
+                "seeds": np.nan, "verdict": f"not testable here ({err})"}
     result, low, high = verdict(run["diffs"], claim.direction)
     return {**row, "value a": run["value_a"], "value b": run["value_b"], "difference": run["difference"],
-            "5%": low, "95%": high, "verdict": result}
+            "5%": low, "95%": high, "seeds": run["n_seeds"], "verdict": result}
 
 
 def findings_table(rows: list[dict]) -> pd.DataFrame:
@@ -136,47 +154,55 @@ def copy_checks(table: dict) -> list[Check]:
             for name in ("copy (SC)", "copy (non-oracle adapter)") if name in con.index]
 
 
-def gcm_gap(oracle: pd.DataFrame, gcm: pd.DataFrame, checkpoints) -> pd.DataFrame:
-    """Per checkpoint: its accuracy, the oracle adapter's and the GCM's full-set AUC, and GCM − oracle."""
-    rows = []
-    for name in checkpoints:
-        o, g = oracle[oracle["checkpoint"] == name], gcm[gcm["checkpoint"] == name]
-        if o.empty or g.empty:
-            raise ValueError(f"checkpoint {name!r} is missing from the oracle or the GCM frame")
-        rows.append({"checkpoint": name, "accuracy": o["correct"].mean(),
-                     "oracle AUC": metrics.summary_metrics(o["confidence"], o["correct"])["auroc"],
-                     "GCM AUC": metrics.summary_metrics(g["confidence"], g["correct"])["auroc"]})
-    out = pd.DataFrame(rows).set_index("checkpoint")
-    out["GCM − oracle"] = out["GCM AUC"] - out["oracle AUC"]
-    return out
+def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.Series, pairs, min_size: int,
+                 n: int | None = None, seed: int = 0) -> dict:
+    """The paper's GCM test (§3.2, Figure 2): the oracle adapter's contrast-set AUC headroom over the GCM,
+    per pair of evaluation checkpoints, against the share of that pair's contrast questions the verifier
+    itself answers correctly. The claim: the headroom shrinks where the verifier knows more (a negative
+    slope). `verifier_correct` maps question_id -> 1 if the verifier's own greedy answer is right.
 
-
-def gcm_slope(oracle: pd.DataFrame, gcm: pd.DataFrame, checkpoints, n: int | None = None, seed: int = 0) -> dict:
-    """The least-squares slope of the per-checkpoint AUC gap (GCM − oracle) against accuracy, and its
-    paired bootstrap: one resample of questions, shared by every checkpoint and both methods, moves
-    accuracies and AUCs together. Returns ``slope``, ``diffs`` (one slope per resample) and the
-    verdict of the paper's claim that the gap widens as checkpoints know more (a negative slope)."""
-    gap = gcm_gap(oracle, gcm, checkpoints)
-    if len(gap) < 3:
-        raise ValueError(f"a slope needs at least 3 checkpoints, got {len(gap)}")
-    wide = {name: df[df["checkpoint"].isin(checkpoints)].pivot(index="question_id", columns="checkpoint")
-            for name, df in (("oracle", oracle), ("gcm", gcm))}
-    if not wide["oracle"].index.equals(wide["gcm"].index):
-        raise ValueError("the oracle and GCM frames must score the same questions")
-    idx = stats.resample_indices(n=n, seed=seed, size=len(wide["oracle"]))
-    acc, gaps = [], []
-    for name in checkpoints:
-        correct = wide["oracle"][("correct", name)].to_numpy(dtype=float)
-        auc = {k: stats.batched_auc(w[("confidence", name)].to_numpy(float)[idx], correct[idx]) for k, w in wide.items()}
-        acc.append(correct[idx].mean(axis=1))
-        gaps.append(auc["gcm"] - auc["oracle"])
-    x, y = np.array(acc), np.array(gaps)  # (checkpoints, resamples)
+    One question resample (`shared_bootstrap.question_weights`) is shared by every pair, both methods
+    and the verifier's share; a trained method's seeds are averaged and redrawn per replicate. Returns
+    ``per_pair`` (headroom, share known, size), ``slope``, ``mean_headroom``, their replicates, the
+    5th/95th percentiles of the slope and its ``verdict``."""
+    known = verifier_correct.astype(float)
+    used = []
+    for ckpt_i, ckpt_j in pairs:
+        rows = {name: [contrast_rows(part, ckpt_i, ckpt_j) for part in metrics.seed_frames(df)]
+                for name, df in (("oracle", oracle), ("gcm", gcm))}
+        shared = np.intersect1d(rows["oracle"][0]["question_id"], rows["gcm"][0]["question_id"])
+        if shared.size >= max(min_size, 1):
+            used.append((ckpt_i, ckpt_j, {k: [r[r["question_id"].isin(shared)] for r in v] for k, v in rows.items()}))
+    if len(used) < 3:
+        raise ValueError(f"a slope needs at least 3 pairs with {min_size} contrast questions, got {len(used)}")
+    ids = np.unique(np.concatenate([rows["oracle"][0]["question_id"].to_numpy() for *_, rows in used]))
+    missing = np.setdiff1d(ids, known.index)
+    if missing.size:
+        raise ValueError(f"verifier_correct lacks {missing.size} contrast questions (e.g. {missing[0]}); score the split")
+    w = pd.concat([pd.DataFrame(np.ones((1, ids.size)), columns=ids), question_weights(ids, n, seed)], ignore_index=True)
+    heads, shares, table = [], [], []
+    for ckpt_i, ckpt_j, rows in used:
+        auc = {k: _over_seeds(np.array([pair_values("auc", r, ckpt_j, w) for r in v]), seed) for k, v in rows.items()}
+        q = rows["oracle"][0].drop_duplicates("question_id")["question_id"].to_numpy()
+        share = (w[q].to_numpy() * known.loc[q].to_numpy()).sum(axis=1) / w[q].to_numpy().sum(axis=1)
+        heads.append(auc["oracle"] - auc["gcm"])
+        shares.append(share)
+        table.append({"pair": f"{ckpt_i} → {ckpt_j}", "contrast questions": q.size, "verifier knows": share[0],
+                      "oracle AUC": auc["oracle"][0], "GCM AUC": auc["gcm"][0], "headroom": heads[-1][0]})
+    x, y = np.array(shares), np.array(heads)  # (pairs, 1 + replicates); column 0 is the data itself
     xc = x - x.mean(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         slopes = (xc * (y - y.mean(axis=0))).sum(axis=0) / (xc ** 2).sum(axis=0)
-    observed = float(np.polyfit(gap["accuracy"], gap["GCM − oracle"], 1)[0])
-    result, low, high = verdict(slopes, "lower")
-    return {"slope": observed, "diffs": slopes, "5%": low, "95%": high, "verdict": result}
+    result, low, high = verdict(slopes[1:], "lower")
+    return {"per_pair": pd.DataFrame(table).set_index("pair"), "slope": float(slopes[0]), "diffs": slopes[1:],
+            "mean_headroom": float(y[:, 0].mean()), "mean_headroom_diffs": y[:, 1:].mean(axis=0),
+            "5%": low, "95%": high, "verdict": result}
+
+
+def _over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
+    """(seeds, 1 + replicates) -> (1 + replicates): column 0 (the data) is the mean over seeds; every
+    replicate averages seeds drawn with replacement."""
+    return np.concatenate([[values[:, 0].mean()], seed_resampled_mean(values[:, 1:], seed)])
 
 
 def post_training_claims(finetuned: pd.DataFrame, rl: pd.DataFrame, n_bins: int = 5, n: int | None = None,

@@ -343,3 +343,33 @@ def risk_coverage(confidence, correct) -> pd.DataFrame:
 def aurc(confidence, correct) -> float:
     """Area under the risk-coverage curve (mean risk over all coverages; lower is better). Notebooks 02, 05."""
     return float(risk_coverage(confidence, correct)["risk"].mean())
+
+
+# --------------------------------------------------------------------------- seeds
+
+
+def seed_frames(df: pd.DataFrame) -> list[pd.DataFrame]:
+    """A results frame split by its ``seed`` column (one frame per seed), or [df] when it has none.
+
+    Trained methods (the adapters) stack one result per seed; deterministic ones have no seed column."""
+    if "seed" not in df.columns:
+        return [df]
+    if df["seed"].isna().any():
+        raise ValueError("df.seed has missing values; give every row the seed of the run that produced it")
+    return [part.drop(columns="seed") for _, part in df.groupby("seed", sort=True)]
+
+
+def seed_average(fn: Callable, df: pd.DataFrame, *args, **kwargs):
+    """fn(df, ...) averaged over the seeds of `df` (paper A.8.1: reported values average over seeds).
+
+    `fn` returns a number, a Series/dict of numbers or a frame (averaged cell by cell, rows matched by
+    index); a frame without a ``seed`` column is passed through unchanged. Used by `comparison` and
+    notebooks 03, 05 and 06."""
+    values = [fn(part, *args, **kwargs) for part in seed_frames(df)]
+    if len(values) == 1:
+        return values[0]
+    if isinstance(values[0], pd.DataFrame):  # e.g. one row per checkpoint: the mean of each cell
+        return pd.concat(values).groupby(level=0, sort=False).mean(numeric_only=True)
+    if isinstance(values[0], (pd.Series, dict)):
+        return pd.DataFrame([pd.Series(v) for v in values]).mean(numeric_only=True, skipna=False)
+    return float(np.mean(values))

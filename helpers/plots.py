@@ -1,14 +1,30 @@
-"""Figures shared by the notebooks: style, reliability diagrams, confidence histograms."""
+"""Figures shared by the notebooks: style, reliability diagrams, confidence histograms, chance lines."""
 from __future__ import annotations
+
+from numbers import Integral
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import seaborn as sns
+from matplotlib.colors import to_rgb
+from matplotlib.font_manager import FontProperties
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.textpath import TextToPath
 
 from .metrics import expected_calibration_error, reliability_table
 from .validation import confidence_and_correct
 
 GAP_COLOR = "#d62728"  # red: the miscalibration the reader should look at
+# The gap between a bin's accuracy and its mean confidence, by direction: vermilion and bluish green (Okabe-Ito),
+# told apart also with red-green colour blindness, and by their hatch directions. An overconfident gap sits
+# above its bar (a light vermilion tint); an underconfident one lies inside the top of its bar, tinted green
+# over the bar's colour so that the bar still reads as one bar up to the accuracy. Fills are opaque, so the
+# legend shows exactly what the axes do.
+OVER_COLOR, UNDER_COLOR = "#d55e00", "#009e73"
+BAND_COLOR = "#222222"
+STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
 
 def use_style() -> None:
@@ -20,14 +36,112 @@ def use_style() -> None:
     )
 
 
-def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str = "uniform", title=None, color=None):
-    """Accuracy per bin against the diagonal, the gap to mean confidence in red, counts beneath. Used in notebooks 01, 02, 03.
+def binning_label(n_bins: int, strategy: str = "uniform", n_formed: int | None = None) -> str:
+    """How a binned ECE was binned, in words: "10 equal-width bins". Used in notebooks 01-06 (via the diagrams).
 
-    Bars span their bin; the red hatched segment runs from the bin's accuracy to its mean
-    confidence. A small histogram of counts per bin sits in an inset below `ax` (it lives in
-    `ax.child_axes`, so grids of diagrams keep working); constrained layout or
-    bbox_inches="tight" (the notebook default) leaves room for it. The binned ECE is in the title.
-    Returns `ax`.
+    `n_formed`: the bins equal-mass binning actually formed, when ties merged some ("5 equal-mass bins, 3 after ties").
+    """
+    if strategy not in STRATEGY_WORDS:
+        raise ValueError(f"strategy must be one of {tuple(STRATEGY_WORDS)}, got {strategy!r}")
+    label = f"{n_bins} {STRATEGY_WORDS[strategy]} bin{'s' if n_bins != 1 else ''}"
+    if n_formed is not None and n_formed < n_bins and strategy == "quantile":
+        label += f", {n_formed} after ties"
+    return label
+
+
+def accuracy_band(confidence, correct, n_bins: int = 5, strategy: str = "uniform", n_boot: int = 200,
+                  seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Percentile bootstrap interval of each non-empty bin's accuracy (rows as `metrics.reliability_table`).
+
+    Resamples the answers with replacement, bins fixed by the original data, as relplot's band does for
+    its curve. Drawn per bin, without materializing the resamples: a resample puts m ~ Binomial(N, n_b/N)
+    answers in bin b, of which Binomial(m, accuracy_b) are right (the same distribution per bin). Fast at
+    any N; seeded, so a figure redraws identically. Returns columns lower, upper (NaN where a bin was
+    empty in every resample). A bin whose answers are all right (or all wrong) gets a zero-width interval:
+    resampling cannot see past the answers it has, so read such a bin with its count. Used in notebooks
+    01-04 (via `reliability_diagram(band=True)`).
+    """
+    if isinstance(n_boot, bool) or not isinstance(n_boot, Integral) or n_boot < 2:
+        raise ValueError(f"n_boot (number of bootstrap resamples) must be a whole number >= 2, got {n_boot!r}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1 (e.g. 0.95), got {level!r}")
+    conf, corr = confidence_and_correct(confidence, correct)
+    table = reliability_table(conf, corr, n_bins, strategy)
+    rng = np.random.default_rng(seed)
+    counts, acc = table["count"].to_numpy(), table["accuracy"].to_numpy()
+    m = rng.binomial(conf.size, counts / conf.size, size=(n_boot, len(table)))
+    right = rng.binomial(m, acc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        resampled = np.where(m > 0, right / np.maximum(m, 1), np.nan)
+    tail = (1.0 - level) / 2 * 100
+    empty = np.isnan(resampled).all(axis=0)
+    resampled[:, empty] = 0.0  # keeps nanpercentile quiet; set back to NaN below
+    lower, upper = np.nanpercentile(resampled, [tail, 100 - tail], axis=0)
+    lower[empty], upper[empty] = np.nan, np.nan
+    return pd.DataFrame({"lower": lower, "upper": upper})
+
+
+def _count_labels(ax, centers, tops, counts, widths) -> float:
+    """The number of answers above each bar, vertical when the widest number would not fit across its bin.
+
+    Returns the height (in data units, for a y range of about 1.15) the highest number reaches.
+    """
+    font = FontProperties(size="x-small")
+    position = ax.get_position()
+    axes_points = np.array([position.width, position.height]) * ax.figure.get_size_inches() * 72
+    texts = [f"{int(c):,}" for c in counts]
+    lengths = [TextToPath().get_text_width_height_descent(t, font, ismath=False)[0] for t in texts]
+    # Laid out later, the axes may come out narrower than now: leave a fifth of each bin free.
+    fits = all(length <= w * axes_points[0] * 0.8 for length, w in zip(lengths, widths))
+    reach = [(length if not fits else 1.2 * font.get_size_in_points()) / axes_points[1] * 1.15 for length in lengths]
+    for x, top, text in zip(centers, tops, texts):
+        ax.text(x, top + 0.015, text, ha="center", va="bottom", fontproperties=font, color="#333333",
+                rotation=0 if fits else 90, gid="bin count",
+                bbox=dict(boxstyle="round,pad=0.08", facecolor="white", edgecolor="none", alpha=0.75))
+    return float(max(np.asarray(tops) + 0.015 + np.asarray(reach)))
+
+
+def _gap_styles(bar_color) -> dict:
+    """Fill, hatch and hatch colour of the over- and underconfident segments over bars of `bar_color`."""
+    under = 0.55 * np.array(to_rgb(UNDER_COLOR)) + 0.45 * np.array(to_rgb(bar_color))
+    over = 0.35 * np.array(to_rgb(OVER_COLOR)) + 0.65
+    return {"overconfident": dict(facecolor=tuple(over), hatch="//", hatchcolor=OVER_COLOR),
+            "underconfident": dict(facecolor=tuple(under), hatch="\\\\", hatchcolor="white")}
+
+
+def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
+    """The legend entries of a reliability diagram, also for a kind of bin that is absent, ordered for a legend
+    of `ncols` (2 or 3) columns so that over- and underconfidence sit next to each other. Used in notebooks 01-06.
+    """
+    perfect = Line2D([], [], ls="--", color="grey", lw=1, label="perfect calibration")
+    color = color or sns.color_palette()[0]
+    accuracy = Patch(facecolor=color, label="accuracy per bin")
+    over, under = [Patch(**style, edgecolor="white", lw=0.8, label=f"{kind}: {what}")
+                   for (kind, style), what in zip(_gap_styles(color).items(), ["mean confidence > accuracy",
+                                                                             "mean confidence < accuracy"])]
+    count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
+    interval = Line2D([], [], color=BAND_COLOR, lw=1.2, marker="_", markersize=6,
+                      label="95% bootstrap interval of accuracy")
+    # A legend fills its columns one after the other: list column by column.
+    if ncols == 2:
+        columns = [[perfect, accuracy, interval if band else count], [over, under] + ([count] if band else [])]
+    else:
+        columns = [[perfect, over], [accuracy, under], [count] + ([interval] if band else [])]
+    return [handle for column in columns for handle in column]
+
+
+def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str = "uniform", title=None, color=None,
+                        band: bool = False, n_boot: int = 200, seed: int = 0, legend: bool = True):
+    """Accuracy per bin against the diagonal, each bin's gap to its mean confidence coloured by its direction,
+    and its number of answers above it. Used in notebooks 01, 02, 03, 04 (and by `helpers.explorers`).
+
+    The bar of a bin spans the bin and reaches its accuracy. A hatched segment runs from there to the bin's
+    mean confidence: light vermilion above the bar where the bin is overconfident (confidence > accuracy),
+    green inside the top of the bar where it is underconfident (the white line across such a bar is the mean
+    confidence). The number above each bar counts its answers. `band=True` adds each bin's 95% bootstrap
+    interval of accuracy (`accuracy_band`: `n_boot` resamples, `seed`). The title gives the binned ECE and
+    its binning, "ECE 0.052 (10 equal-width bins)". `legend`: a legend below the axes, off the data
+    (`side_by_side` draws one for the whole figure instead). Returns `ax`.
     """
     conf, corr = confidence_and_correct(confidence, correct)
     table = reliability_table(conf, corr, n_bins, strategy)
@@ -36,48 +150,67 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     left, width = table["lower"].to_numpy(), (table["upper"] - table["lower"]).to_numpy()
     # A quantile bin holding a single repeated value has zero width: keep it visible.
     width = np.maximum(width, 0.01)
+    acc, mean_conf = table["accuracy"].to_numpy(), table["confidence"].to_numpy()
 
     ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
-    ax.bar(left, table["accuracy"], width=width, align="edge", color=color, edgecolor="white", label="accuracy")
-    gap_bottom = np.minimum(table["accuracy"], table["confidence"])
-    ax.bar(
-        left, table["gap"].abs(), bottom=gap_bottom, width=width, align="edge",
-        color=GAP_COLOR, alpha=0.35, hatch="//", edgecolor=GAP_COLOR, label="gap to mean confidence",
-    )
-    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel="accuracy")
-    ax.set_title(f"{title}: ECE {ece:.3f}" if title else f"ECE {ece:.3f}")
-    ax.legend(loc="upper left", fontsize="small")
-    ax.tick_params(labelbottom=False)
+    ax.bar(left, acc, width=width, align="edge", color=color, edgecolor="white", label="accuracy")
+    for (kind, style), mask in zip(_gap_styles(color).items(), [mean_conf > acc, mean_conf < acc]):
+        ax.bar(left[mask], np.abs(mean_conf - acc)[mask], bottom=np.minimum(acc, mean_conf)[mask], width=width[mask],
+               align="edge", edgecolor="white", lw=0.8, label=kind, **style)
+    tops = np.maximum(acc, mean_conf)
+    if band:
+        interval = accuracy_band(conf, corr, n_bins, strategy, n_boot=n_boot, seed=seed)
+        low, high = interval["lower"].to_numpy(), interval["upper"].to_numpy()
+        ax.errorbar(left + width / 2, acc, yerr=[acc - low, high - acc], fmt="none", ecolor=BAND_COLOR, elinewidth=1.2,
+                    capsize=2, label="95% bootstrap interval")
+        tops = np.fmax(tops, high)
+    reach = _count_labels(ax, left + width / 2, tops, table["count"], width)
 
-    counts = ax.inset_axes([0.0, -0.3, 1.0, 0.22], sharex=ax)
-    counts.bar(left, table["count"], width=width, align="edge", color=color, edgecolor="white")
-    counts.set(xlabel="confidence", ylabel="count")
-    counts.tick_params(labelsize="small")
-    counts.yaxis.label.set_size("small")
+    shared_top = ax.get_ylim()[1] if ax.get_ylim()[1] > 1.0 else 0.0  # a diagram sharing y drawn before this one
+    ax.set(xlim=(0, 1), ylim=(0, max(1.14, reach + 0.02, shared_top)), xlabel="confidence", ylabel="accuracy")
+    ax.set_yticks(np.linspace(0, 1, 6))
+    label = binning_label(n_bins, strategy, n_formed=len(table) if strategy == "quantile" else None)
+    ax.set_title(f"{title}\nECE {ece:.3f} ({label})" if title else f"ECE {ece:.3f} ({label})")
+    if legend:
+        ax.legend(handles=legend_handles(band, ncols=2, color=color), loc="upper center", bbox_to_anchor=(0.5, -0.2),
+                  ncols=2, fontsize="x-small", frameon=False)
     return ax
 
 
-def side_by_side(results: dict, n_bins: int = 5, strategy: str = "uniform", suptitle=None):
-    """One reliability diagram per entry of {name: (confidence, correct)}, sharing y. Used in notebooks 01, 02, 03, 05.
+def side_by_side(results: dict, n_bins: int = 5, strategy: str = "uniform", suptitle=None, band: bool = False,
+                 n_boot: int = 200, seed: int = 0):
+    """One reliability diagram per entry of {name: (confidence, correct)}, sharing y. Used in notebooks 01-05.
 
-    Returns the Figure; fig.axes holds one diagram per entry (count insets are in ax.child_axes).
+    One legend for all, below the diagrams. `band`, `n_boot`, `seed` as in `reliability_diagram`.
+    Returns the Figure; fig.axes holds one diagram per entry.
     """
     if not results:
         raise ValueError("results is empty; pass {name: (confidence, correct)} with at least one entry")
     k = len(results)
-    fig, axes = plt.subplots(1, k, figsize=(3.4 * k, 4.2), sharey=True, layout="constrained", squeeze=False)
-    # The count insets hang below each diagram; constrained layout places them only roughly,
-    # so leave extra room at the bottom edge.
-    fig.get_layout_engine().set(h_pad=0.15)
+    fig, axes = plt.subplots(1, k, figsize=(max(3.4 * k, 5.0), 4.4), sharey=True, layout="constrained", squeeze=False)
     for ax, (name, pair) in zip(axes[0], results.items()):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"results[{name!r}] must be a (confidence, correct) pair")
-        reliability_diagram(ax, *pair, n_bins=n_bins, strategy=strategy, title=name)
+        reliability_diagram(ax, *pair, n_bins=n_bins, strategy=strategy, title=name, band=band, n_boot=n_boot,
+                            seed=seed, legend=False)
     for ax in axes[0][1:]:
         ax.set_ylabel("")
+    ncols = 3 if k > 1 else 2
+    fig.legend(handles=legend_handles(band, ncols), loc="outside lower center", ncols=ncols,
+               fontsize="x-small", frameon=False)
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def chance_line(ax, y: float = 0.5, label: str = "chance"):
+    """A dashed grey line at `y` (AUC 0.5: a coin toss), named just outside the right edge of the axes, off
+    the data. Used in notebooks 04, 05, 06. The line carries `label` for a legend too. Returns the line.
+    """
+    line = ax.axhline(y, ls="--", color="dimgrey", lw=1.2, label=label, zorder=2.5)
+    ax.annotate(label, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
+                ha="left", va="center", fontsize="small", color="dimgrey", annotation_clip=False)
+    return line
 
 
 def confidence_histogram(ax, confidence, correct, bins: int = 20):

@@ -25,9 +25,9 @@ import pandas as pd
 from scipy import sparse
 
 from . import metrics, stats
-from .contrast import contrast_rows
+from .contrast import contrast_rows, pooled_normalizer
 
-CONTRAST_METRICS = ("auc", "brier", "ece", "delta")
+CONTRAST_METRICS = ("auc", "brier", "ece", "delta", "auc_cb", "brier_cb", "delta_cb")
 
 
 def question_weights(question_ids, n: int | None = None, seed: int = 0) -> pd.DataFrame:
@@ -103,13 +103,17 @@ def _check(conf, correct, weights):
 # --------------------------------------------------------------------------- the test over pairs
 
 
-def _pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n_bins: int) -> np.ndarray:
+def pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n_bins: int = 15) -> np.ndarray:
     """The metric of one pair's contrast rows under every replicate's question weights."""
     first = rows.drop_duplicates("question_id")  # one row per question: its id and its kind in this pair
     per_question = stratified(w[first["question_id"]].to_numpy(), first["kind"].to_numpy())
     index = {q: k for k, q in enumerate(first["question_id"])}
     cols = rows["question_id"].map(index).to_numpy()
     conf, correct = rows["confidence"].to_numpy(float), rows["correct"].to_numpy(float)
+    if metric.endswith("_cb"):  # class-balanced: the mean of the metric on improvements and on regressions
+        kinds = rows["kind"].to_numpy()
+        return np.mean([pair_values(metric[:-3], rows[kinds == k], ckpt_j, w, n_bins) for k in ("improvement", "regression")],
+                       axis=0)
     if metric == "auc":
         return weighted_auc(conf, correct, per_question[:, cols])
     if metric == "brier":
@@ -126,7 +130,7 @@ def _pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, 
 
 
 def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, pairs, min_size: int = 500,
-                                  n: int | None = None, seed: int = 0, n_bins: int = 15) -> dict:
+                                  n: int | None = None, seed: int = 0, n_bins: int = 15, normalizer=None) -> dict:
     """Paired bootstrap of a contrast metric averaged over the pairs, one question resample shared by
     every pair and both methods. Used by notebooks 05 and 06 (through `comparison`) and `findings`.
 
@@ -134,12 +138,15 @@ def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.Data
     `min_size`. Returns the keys of `stats.paired_bootstrap` (``value_a``, ``value_b``,
     ``difference``, the one-sided 95% ``lower``/``upper``, ``contains_zero``, ``n_resamples``),
     ``n_pairs``, ``n_questions`` (distinct questions over the pairs) and ``diffs`` (one per replicate).
+    The ``_cb`` metrics are class-balanced (`contrast.pair_metrics`). `normalizer`: None (independence,
+    A.1) or "fitted" (B.1, fitted once per method on its pooled pairs and held fixed across replicates).
     """
     if metric not in CONTRAST_METRICS:
         raise ValueError(f"unknown contrast metric {metric!r}; choose one of {list(CONTRAST_METRICS)}")
+    norm_a, norm_b = (pooled_normalizer(normalizer, df, pairs, min_size) for df in (df_a, df_b))
     used = []
     for ckpt_i, ckpt_j in pairs:
-        a, b = contrast_rows(df_a, ckpt_i, ckpt_j), contrast_rows(df_b, ckpt_i, ckpt_j)
+        a, b = contrast_rows(df_a, ckpt_i, ckpt_j, norm_a), contrast_rows(df_b, ckpt_i, ckpt_j, norm_b)
         shared = np.intersect1d(a["question_id"], b["question_id"])
         if shared.size >= max(min_size, 1):
             used.append((ckpt_j, a[a["question_id"].isin(shared)], b[b["question_id"].isin(shared)]))
@@ -148,7 +155,7 @@ def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.Data
     ids = np.unique(np.concatenate([rows["question_id"].to_numpy() for _, rows, _ in used]))
     resampled = question_weights(ids, n, seed)
     w = pd.concat([pd.DataFrame(np.ones((1, ids.size)), columns=ids), resampled], ignore_index=True)  # row 0: the data
-    per_rep = {side: np.mean([_pair_values(metric, rows[k], j, w, n_bins) for j, *rows in used], axis=0)
+    per_rep = {side: np.mean([pair_values(metric, rows[k], j, w, n_bins) for j, *rows in used], axis=0)
                for k, side in ((0, "a"), (1, "b"))}
     value = {side: float(v[0]) for side, v in per_rep.items()}
     all_diffs = per_rep["a"][1:] - per_rep["b"][1:]
@@ -157,3 +164,48 @@ def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.Data
     return {"metric": metric, "value_a": value["a"], "value_b": value["b"], "difference": difference,
             "lower": lower, "upper": upper, "contains_zero": bool(lower <= 0 <= upper), "n_resamples": int(diffs.size),
             "n_pairs": len(used), "n_questions": int(ids.size), "diffs": all_diffs}
+
+
+# --------------------------------------------------------------------------- seeds
+
+
+def over_seeds(run, df_a: pd.DataFrame, df_b: pd.DataFrame, seed: int = 0) -> dict:
+    """A paired bootstrap of a trained method, averaged over its seeds, with an interval that covers them.
+
+    `run(a, b)` is a bootstrap of two frames returning ``value_a``, ``value_b``, ``difference`` and
+    ``diffs`` (one per replicate, NaN where undefined), e.g. `contrast_bootstrap_over_pairs` or
+    `stats.full_set_bootstrap(..., return_diffs=True)` with a fixed seed. A frame with a ``seed`` column
+    holds one result per seed (`metrics.seed_frames`); a method with seeds on both sides pairs seed k
+    with seed k. `run` is called once per seed with the same bootstrap seed, so every seed sees the
+    same question resamples (the seeds score the same answers, so strata and contrast sets agree).
+
+    Values and the difference are the means over seeds (paper A.8.1). Each replicate also redraws the
+    seeds with replacement and averages the drawn seeds' differences, so the interval covers the
+    question resampling and the seed-to-seed spread together (a two-level bootstrap). Returns the
+    keys of `run` with these means, the one-sided 95% interval and ``n_seeds``.
+    """
+    parts_a, parts_b = metrics.seed_frames(df_a), metrics.seed_frames(df_b)
+    if len(parts_a) > 1 and len(parts_b) > 1 and len(parts_a) != len(parts_b):
+        raise ValueError(f"df_a has {len(parts_a)} seeds and df_b {len(parts_b)}; compare the same seeds")
+    k = max(len(parts_a), len(parts_b))
+    runs = [run(parts_a[s % len(parts_a)], parts_b[s % len(parts_b)]) for s in range(k)]
+    if k == 1:
+        return {**runs[0], "n_seeds": 1}
+    all_diffs = seed_resampled_mean(np.vstack([np.asarray(r["diffs"], dtype=float) for r in runs]), seed)
+    out = {**runs[0], **{key: float(np.mean([r[key] for r in runs])) for key in ("value_a", "value_b", "difference")}}
+    lower, upper, diffs = stats._one_sided_interval(all_diffs, out["difference"], out.get("metric", "metric"))
+    out.update(lower=lower, upper=upper, contains_zero=bool(lower <= 0 <= upper), n_resamples=int(diffs.size),
+               diffs=all_diffs, n_seeds=k)
+    return out
+
+
+def seed_resampled_mean(per_seed, seed: int = 0) -> np.ndarray:
+    """(seeds, replicates) values -> (replicates,): each replicate averages seeds drawn with replacement
+    (the outer level of a two-level bootstrap over seeds and questions). Used by `over_seeds` and
+    `findings.gcm_headroom`."""
+    per_seed = np.atleast_2d(np.asarray(per_seed, dtype=float))
+    k, n = per_seed.shape
+    if k == 1:
+        return per_seed[0]
+    drawn = np.random.default_rng([seed, 11]).integers(0, k, size=(n, k))  # (replicates, seeds)
+    return per_seed[drawn, np.arange(n)[:, None]].mean(axis=1)

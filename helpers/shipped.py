@@ -28,10 +28,15 @@ import io
 import json
 import lzma
 import os
+import pickle
+import re
 import shutil
 import tarfile
 import uuid
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from . import artifacts, config
 
@@ -181,11 +186,32 @@ def _tar_bytes(root: Path, entries: list[Path]) -> bytes:
     return buf.getvalue()
 
 
-def pack(where: Path | None = None) -> dict:
-    """Write one archive per artifact of every valid full-mode entry, and the index; returns the index."""
+def read_entries(log: Path, entries: list[dict]) -> list[dict]:
+    """The entries a run read (the "name/id" lines HELPERS_READ_LOG collected), with everything they were
+    built from: a cached entry is only valid while its inputs are there too."""
+    by_id = {e["id"]: e for e in entries}
+    todo = [line.strip().split("/")[-1] for line in Path(log).read_text().splitlines() if line.strip()]
+    missing = sorted(set(todo) - set(by_id))
+    if missing:
+        raise ValueError(f"{len(missing)} entries in {log} are no longer valid (e.g. {missing[0]}); "
+                         "rerun `make pack` to read a consistent world")
+    keep: dict[str, dict] = {}
+    while todo:
+        entry = by_id[todo.pop()]
+        if entry["id"] not in keep:
+            keep[entry["id"]] = entry
+            todo.extend(dep["id"] for dep in entry["deps"])
+    return list(keep.values())
+
+
+def pack(where: Path | None = None, read_log: Path | None = None) -> dict:
+    """Write one archive per artifact of every valid full-mode entry (or, with `read_log`, of the entries a
+    build and the notebooks read: see `read_entries`), and the index; returns the index."""
     where = SHIPPED_DIR if where is None else where
     root = _mode_root()
     entries = artifacts.valid_entries()
+    if read_log is not None:
+        entries = read_entries(read_log, entries)
     if not entries:
         raise ValueError(f"no valid entries under {root}; run `python -m helpers build` and the notebooks first")
     where.mkdir(parents=True, exist_ok=True)
@@ -231,7 +257,48 @@ def compare_rebuild(where: Path | None = None) -> list[str]:
                 if key not in built:
                     out.append(f"{label}: not rebuilt")
                     continue
+                member_dir = member.rsplit("/", 1)[0]
                 for file, sha in sorted(shipped["files"].items()):
-                    if built[key]["files"].get(file) != sha:
+                    if built[key]["files"].get(file) == sha:
+                        continue
+                    here = artifacts.entry_folder(built[key]) / file
+                    theirs = tar.extractfile(f"{member_dir}/{file}")
+                    if not here.exists() or theirs is None or not same_content(file, theirs.read(), here.read_bytes()):
                         out.append(f"{label}: {file} differs")
     return out
+
+
+# What may differ between two builds of the same entry without changing a result: how long a step took,
+# and the absolute path of the cache that peft writes into an adapter's README.
+TIMINGS = {"seconds", "read_seconds", "train_seconds", "own_seconds"}
+_CACHE_PATH = re.compile(r"[^\s:]*/(full|fast)/world/")  # an adapter's base model: <cache>/<mode>/world/...
+
+
+def same_content(file: str, a: bytes, b: bytes) -> bool:
+    """Whether two versions of a cache file hold the same result, timings and cache paths aside."""
+    if a == b:
+        return True
+    if file.endswith(".md"):
+        return _CACHE_PATH.sub("<cache>/world/", a.decode()) == _CACHE_PATH.sub("<cache>/world/", b.decode())
+    if file.endswith(".pkl"):
+        return _same(pickle.loads(a), pickle.loads(b))
+    return False
+
+
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        keys = set(a) - TIMINGS
+        return keys == set(b) - TIMINGS and all(_same(a[k], b[k]) for k in keys)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (pd.DataFrame, pd.Series)):
+        if isinstance(a, pd.DataFrame):
+            a, b = (x.drop(columns=[c for c in x.columns if c in TIMINGS]) for x in (a, b))
+        return a.equals(b) and _same({k: v for k, v in a.attrs.items()}, {k: v for k, v in b.attrs.items()})
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, float):
+        return a == b or (np.isnan(a) and np.isnan(b))
+    return bool(a == b)

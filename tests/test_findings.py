@@ -1,5 +1,5 @@
 """The findings module: verdicts from the paired bootstrap (never from cut-offs), claims decided on hand-built
-worlds whose answer is known, the GCM gap and its slope, and the per-checkpoint and full score dicts."""
+worlds whose answer is known, the GCM headroom test (tests/test_seeds.py), and the per-checkpoint and full score dicts."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -73,35 +73,6 @@ def test_copy_checks_are_machinery_not_findings():
 
 def _frame(rows):
     return pd.DataFrame(rows, columns=["checkpoint", "question_id", "correct", "confidence"])
-
-
-def test_gcm_gap_by_hand():
-    oracle = _frame([("a", 1, 1, 0.9), ("a", 2, 0, 0.1), ("a", 3, 1, 0.8), ("b", 1, 1, 0.9), ("b", 2, 1, 0.6), ("b", 3, 0, 0.7)])
-    gcm = _frame([("a", 1, 1, 0.2), ("a", 2, 0, 0.9), ("a", 3, 1, 0.5), ("b", 1, 1, 0.5), ("b", 2, 1, 0.5), ("b", 3, 0, 0.5)])
-    gap = findings.gcm_gap(oracle, gcm, ["a", "b"])
-    # a: accuracy 2/3, oracle AUC 1, GCM AUC 0 (0.2 and 0.5 both below 0.9); b: accuracy 2/3, oracle 0.5, GCM 0.5
-    assert gap.loc["a"].tolist() == pytest.approx([2 / 3, 1.0, 0.0, -1.0])
-    assert gap.loc["b"].tolist() == pytest.approx([2 / 3, 0.5, 0.5, 0.0])
-    with pytest.raises(ValueError, match="missing"):
-        findings.gcm_gap(oracle, gcm, ["c"])
-
-
-def test_gcm_slope_finds_a_gap_that_widens_with_accuracy():
-    """A verifier that is good on weak checkpoints and blind on strong ones: the gap falls with accuracy."""
-    rng = np.random.default_rng(0)
-    names, rows_o, rows_g = [f"c{k}" for k in range(5)], [], []
-    for k, name in enumerate(names):
-        correct = rng.uniform(size=600) < 0.5 + 0.1 * k
-        oracle = np.clip(0.5 + 0.4 * (correct - 0.5) + rng.normal(0, 0.1, 600), 0, 1)
-        gcm = np.clip(0.5 + (0.4 - 0.1 * k) * (correct - 0.5) + rng.normal(0, 0.1, 600), 0, 1)
-        rows_o.append(pd.DataFrame({"checkpoint": name, "question_id": np.arange(600), "correct": correct, "confidence": oracle}))
-        rows_g.append(pd.DataFrame({"checkpoint": name, "question_id": np.arange(600), "correct": correct, "confidence": gcm}))
-    out = findings.gcm_slope(pd.concat(rows_o), pd.concat(rows_g), names, n=300)
-    assert out["slope"] < 0 and out["verdict"] == "reproduced" and out["95%"] < 0
-    flat = findings.gcm_slope(pd.concat(rows_o), pd.concat(rows_o), names, n=50)
-    assert flat["slope"] == pytest.approx(0, abs=1e-12) and flat["verdict"] == "inconclusive"
-    with pytest.raises(ValueError, match="at least 3"):
-        findings.gcm_slope(pd.concat(rows_o), pd.concat(rows_g), names[:2])
 
 
 def test_per_checkpoint_matches_summary_metrics():

@@ -1,4 +1,6 @@
-"""Every notebook executes in fast mode, each in a fresh kernel."""
+"""Every notebook executes in fast mode, each in a fresh kernel: a chapter's answer twin
+(notebooks/solutions/) where it exists, which holds the whole chapter; its learner's copy is the twin
+without the solution cells, checked by tests/test_twins.py instead of being run a second time."""
 import os
 from pathlib import Path
 

@@ -8,6 +8,9 @@ stream are joined (the kernel splits them at random flushes), ANSI colour codes 
 addresses masked. Nothing else is exempt (no notebook prints a time it measures live; timings are read
 from the build's manifests), so a code change that moves any printed number must re-commit the notebook
 (`make notebooks`). Images are not compared byte for byte; their number per cell is.
+
+Where a chapter has an answer twin (notebooks/solutions/), the twin is the notebook executed and compared
+(`notebook_paths`); its learner's copy holds the same outputs minus the solutions (tests/test_twins.py).
 """
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ def test_committed_outputs_are_what_the_code_prints(path: Path, shipped_cache):
     want, got = cell_outputs(committed), cell_outputs(executed)
     assert len(want) == len(got)
     for i, (w, g) in enumerate(zip(want, got)):
-        assert g == w, f"{path.name}, code cell {i + 1}: the output differs from the committed one; rerun `make notebooks`"
+        assert g == w, f"{path.parent.name}/{path.name}, code cell {i + 1}: the output differs from the committed one; rerun `make notebooks`"
 
 
 def test_the_comparison_rule():

@@ -1,6 +1,8 @@
-"""Smoke tests for helpers.plots: right number of bars and axes, ECE shown, no warnings."""
+"""helpers.plots: right bars and counts, legends off the data, over/underconfidence named, ECE with its binning,
+a seeded bootstrap band, no warnings."""
 from __future__ import annotations
 
+import time
 import warnings
 
 import matplotlib
@@ -10,9 +12,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
 
-from helpers.metrics import expected_calibration_error  # noqa: E402
-from helpers.plots import confidence_histogram, reliability_diagram, side_by_side, use_style  # noqa: E402
+from helpers.metrics import expected_calibration_error, reliability_table  # noqa: E402
+from helpers.plots import (  # noqa: E402
+    accuracy_band,
+    binning_label,
+    chance_line,
+    confidence_histogram,
+    reliability_diagram,
+    side_by_side,
+    use_style,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -27,38 +38,146 @@ def _data(seed=0, n=500):
     return conf, rng.uniform(size=n) < conf**2
 
 
+def _mixed(seed=0, n=600):
+    """Overconfident at high confidence, underconfident at low confidence."""
+    rng = np.random.default_rng(seed)
+    conf = rng.uniform(0.0, 1.0, size=n)
+    return conf, rng.uniform(size=n) < 0.3 + 0.4 * conf
+
+
 def _bars(ax, label):
     (container,) = [c for c in ax.containers if c.get_label() == label]
     return list(container)
 
 
-def test_reliability_diagram_draws_one_bar_per_non_empty_bin():
-    conf, correct = _data()
+def _counts(ax):
+    return [int(t.get_text().replace(",", "")) for t in ax.texts if t.get_gid() == "bin count"]
+
+
+def _diagram(*args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         use_style()
         fig, ax = plt.subplots()
-        out = reliability_diagram(ax, conf, correct, n_bins=5, title="token probability")
+        out = reliability_diagram(ax, *args, **kwargs)
         fig.canvas.draw()
-    assert out is ax
+    return fig, out
+
+
+def test_reliability_diagram_draws_one_bar_per_non_empty_bin():
+    conf, correct = _data()
+    fig, ax = _diagram(conf, correct, n_bins=5, title="token probability")
     assert len(_bars(ax, "accuracy")) == 4
-    assert len(_bars(ax, "gap to mean confidence")) == 4
-    (counts,) = ax.child_axes
-    assert len(counts.patches) == 4
+    table = reliability_table(conf, correct, n_bins=5)
+    gaps = len(_bars(ax, "overconfident")) + len(_bars(ax, "underconfident"))
+    assert gaps == int((table["gap"] != 0).sum())
+    assert not ax.child_axes  # the counts are numbers on the bars now, not an inset
     ece = expected_calibration_error(conf, correct, n_bins=5)
-    assert f"{ece:.3f}" in ax.get_title() and "token probability" in ax.get_title()
+    assert ax.get_title() == f"token probability\nECE {ece:.3f} (5 equal-width bins)"
 
 
-def test_reliability_diagram_quantile_and_ties():
+def test_every_bin_shows_its_count_above_its_bar():
+    conf, correct = _mixed()
+    for n_bins in (5, 20):
+        fig, ax = _diagram(conf, correct, n_bins=n_bins, band=True)
+        table = reliability_table(conf, correct, n_bins=n_bins)
+        assert _counts(ax) == table["count"].tolist()
+        labels = [t for t in ax.texts if t.get_gid() == "bin count"]
+        tops = np.maximum(table["accuracy"], table["confidence"]).to_numpy()
+        assert all(t.get_position()[1] > top for t, top in zip(labels, tops))
+        inside = ax.get_window_extent()
+        assert all(inside.contains(*t.get_window_extent().get_points().mean(axis=0)) for t in labels)
+        assert all(t.get_fontsize() >= 6 for t in labels)
+
+
+def test_over_and_underconfident_bins_get_the_colours_the_legend_names():
+    conf, correct = _mixed()
+    fig, ax = _diagram(conf, correct, n_bins=10)
+    table = reliability_table(conf, correct, n_bins=10)
+    over, under = _bars(ax, "overconfident"), _bars(ax, "underconfident")
+    assert len(over) == int((table["gap"] > 0).sum()) > 0
+    assert len(under) == int((table["gap"] < 0).sum()) > 0
+    legend = {h.get_label().split(":")[0]: h for h in ax.get_legend().legend_handles}
+    assert {"overconfident", "underconfident", "perfect calibration", "accuracy per bin"} <= set(legend)
+    assert to_rgba(over[0].get_facecolor()) == to_rgba(legend["overconfident"].get_facecolor())
+    assert to_rgba(under[0].get_facecolor()) == to_rgba(legend["underconfident"].get_facecolor())
+    assert to_rgba(over[0].get_facecolor()) != to_rgba(under[0].get_facecolor())
+    # an overconfident segment starts at the accuracy and reaches the mean confidence
+    first = table[table["gap"] > 0].iloc[0]
+    assert over[0].get_y() == pytest.approx(first["accuracy"])
+    assert over[0].get_y() + over[0].get_height() == pytest.approx(first["confidence"])
+
+
+def test_legend_names_both_directions_even_when_one_is_absent():
+    conf, correct = _data()  # only overconfident bins
+    fig, ax = _diagram(conf, correct, n_bins=5)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(label.startswith("overconfident") for label in labels)
+    assert any(label.startswith("underconfident") for label in labels)
+
+
+def test_legend_stays_off_the_data():
+    conf, correct = _mixed()
+    fig, ax = _diagram(conf, correct, n_bins=10, band=True)
+    assert not ax.get_legend().get_window_extent().overlaps(ax.get_window_extent())
+    fig = side_by_side({name: _mixed(seed) for seed, name in enumerate(["a", "b", "c"])}, n_bins=10)
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    assert not any(legend.get_window_extent().overlaps(ax.get_window_extent()) for ax in fig.axes)
+    assert any(t.get_text().startswith("underconfident") for t in legend.get_texts())
+
+
+def test_quantile_bins_and_ties_say_their_binning():
     conf = np.repeat([0.5, 0.8], 50)  # quantile edges collapse to a single tied value per bin
     correct = np.tile([0, 1], 50)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        fig, ax = plt.subplots()
-        reliability_diagram(ax, conf, correct, n_bins=5, strategy="quantile", color="tab:green")
-        fig.canvas.draw()
+    fig, ax = _diagram(conf, correct, n_bins=5, strategy="quantile", color="tab:green")
     assert len(_bars(ax, "accuracy")) == 2
-    assert ax.get_title().startswith("ECE ")
+    assert ax.get_title().startswith("ECE ") and ax.get_title().endswith("(5 equal-mass bins, 2 after ties)")
+    assert binning_label(10) == "10 equal-width bins" and binning_label(1, "quantile") == "1 equal-mass bin"
+    with pytest.raises(ValueError, match="strategy"):
+        binning_label(5, "equal")
+
+
+def test_band_is_seeded_and_brackets_the_accuracy():
+    conf, correct = _mixed(n=300)
+
+    def segments(seed):
+        fig, ax = _diagram(conf, correct, n_bins=5, band=True, seed=seed)
+        (bars,) = [c for c in ax.containers if c.get_label() == "95% bootstrap interval"]
+        return np.array([s for s in bars.lines[2][0].get_segments()])
+
+    assert np.array_equal(segments(0), segments(0))
+    assert not np.array_equal(segments(0), segments(1))
+    band = accuracy_band(conf, correct, n_bins=5)
+    table = reliability_table(conf, correct, n_bins=5)
+    assert (band["lower"] <= table["accuracy"]).all() and (table["accuracy"] <= band["upper"]).all()
+    assert (band["upper"] - band["lower"] > 0).all()
+
+
+def test_band_matches_resampling_the_answers():
+    """The per-bin binomial shortcut gives the intervals of resampling all answers with replacement."""
+    conf, correct = _mixed(seed=3, n=200)
+    shortcut = accuracy_band(conf, correct, n_bins=4, n_boot=4000, seed=1)
+    rng = np.random.default_rng(2)
+    bins = np.minimum((conf * 4).astype(int), 3)
+    draws = []
+    for _ in range(4000):
+        pick = rng.integers(0, conf.size, conf.size)
+        right = np.bincount(bins[pick], weights=correct[pick], minlength=4)
+        draws.append(right / np.bincount(bins[pick], minlength=4))
+    lower, upper = np.percentile(draws, [2.5, 97.5], axis=0)
+    assert np.allclose(shortcut["lower"], lower, atol=0.03) and np.allclose(shortcut["upper"], upper, atol=0.03)
+
+
+def test_band_is_fast_and_checks_its_arguments():
+    conf, correct = _mixed(n=200_000)
+    start = time.perf_counter()
+    accuracy_band(conf, correct, n_bins=20, n_boot=1000)
+    assert time.perf_counter() - start < 0.3
+    with pytest.raises(ValueError, match="n_boot"):
+        accuracy_band(conf, correct, n_boot=1)
+    with pytest.raises(ValueError, match="level"):
+        accuracy_band(conf, correct, level=95)
 
 
 def test_side_by_side_one_axis_per_entry():
@@ -68,9 +187,21 @@ def test_side_by_side_one_axis_per_entry():
         fig = side_by_side(results, n_bins=10, suptitle="three")
         fig.canvas.draw()
     assert len(fig.axes) == 3
-    assert [ax.get_title().split(":")[0] for ax in fig.axes] == ["a", "b", "c"]
+    assert [ax.get_title().split("\n")[0] for ax in fig.axes] == ["a", "b", "c"]
+    assert all(ax.get_title().endswith("(10 equal-width bins)") for ax in fig.axes)
     assert fig.axes[0].get_shared_y_axes().joined(fig.axes[0], fig.axes[2])
     assert fig.get_suptitle() == "three"
+    assert all(ax.get_legend() is None for ax in fig.axes)  # one legend, for the figure
+
+
+def test_side_by_side_keeps_its_old_calls_working():
+    conf, correct = _data()
+    fig = side_by_side({"raw": (conf, correct), "normalized": (list(conf), list(correct))}, n_bins=10)
+    fig.canvas.draw()
+    assert len(fig.axes) == 2
+    fig = side_by_side({"only": (conf, correct)}, 5, "quantile", "positional", band=True)
+    fig.canvas.draw()
+    assert fig.get_suptitle() == "positional" and "equal-mass" in fig.axes[0].get_title()
 
 
 def test_side_by_side_rejects_bad_results():
@@ -78,6 +209,17 @@ def test_side_by_side_rejects_bad_results():
         side_by_side({})
     with pytest.raises(ValueError, match=r"\(confidence, correct\) pair"):
         side_by_side({"a": [0.5, 0.6, 0.7]})
+
+
+def test_chance_line():
+    fig, ax = plt.subplots()
+    ax.bar([0, 1], [0.8, 0.55])
+    line = chance_line(ax)
+    fig.canvas.draw()
+    assert line.get_ydata()[0] == 0.5 and line.get_linestyle() == "--" and line.get_label() == "chance"
+    (text,) = ax.texts
+    assert text.get_text() == "chance"
+    assert text.get_window_extent().x0 >= ax.get_window_extent().x1  # named outside the axes, off the bars
 
 
 def test_confidence_histogram():

@@ -135,3 +135,37 @@ def test_install_repairs_a_damaged_entry(toy):
     assert shipped.install(where) == {"added": 1, "present": 1, "entries": 2}
     assert artifacts.entry_problem(entry) is None
     assert not [p for p in weights.parent.parent.iterdir() if p.name.startswith((".ship-", ".old-"))]
+
+
+def test_pack_ships_what_was_read_and_everything_it_was_built_from(tmp_path):
+    from helpers.shipped import read_entries
+
+    def entry(id_, *deps):
+        return {"id": id_, "name": "x", "params": {}, "deps": [{"id": d, "name": "x", "params": {}} for d in deps]}
+
+    entries = [entry("world"), entry("greedy", "world"), entry("adapter", "world"), entry("result", "adapter", "greedy"),
+               entry("unread", "world")]
+    log = tmp_path / "read.log"
+    log.write_text("result/result\nresult/result\ngreedy/greedy\n")  # a kernel may log an entry many times
+    assert sorted(e["id"] for e in read_entries(log, entries)) == ["adapter", "greedy", "result", "world"]
+    log.write_text("gone/gone\n")
+    with pytest.raises(ValueError, match="no longer valid"):
+        read_entries(log, entries)
+
+
+def test_a_rebuild_may_differ_in_timings_and_cache_paths_only():
+    import pickle
+
+    import pandas as pd
+
+    from helpers.shipped import same_content
+
+    frame = pd.DataFrame({"confidence": [0.25, 0.5]})
+    slow, fast = frame.copy(), frame.copy()
+    slow.attrs["read_seconds"], fast.attrs["read_seconds"] = 9.0, 1.0
+    assert same_content("result.pkl", pickle.dumps({"seconds": 3.0, "r": slow}), pickle.dumps({"seconds": 1.0, "r": fast}))
+    assert not same_content("result.pkl", pickle.dumps({"r": frame}), pickle.dumps({"r": frame * 2}))
+    readme = "base_model: /a/data/cache/full/world/default/abc/checkpoints/step-01300\n"
+    assert same_content("README.md", readme.encode(), readme.replace("/a/data/cache", "/b/data/scratch").encode())
+    assert not same_content("README.md", readme.encode(), readme.replace("abc", "abd").encode())
+    assert not same_content("adapter_model.safetensors", b"1", b"2")

@@ -320,6 +320,18 @@ def adapter_results(split: str = "test", eval_checkpoints=None, source="oracle",
     return pd.concat(frames, ignore_index=True)
 
 
+def seeded_results(split: str = "test", eval_checkpoints=None, source="oracle", seeds=None, **kwargs) -> pd.DataFrame:
+    """`adapter_results` once per seed (default `config.adapters().seeds`), stacked with a ``seed`` column.
+
+    Metrics of such a frame average over its seeds and its bootstrap covers them (paper A.8.1;
+    `metrics.seed_average`, `shared_bootstrap.over_seeds`). Used by `comparison` and notebooks 05, 06."""
+    seeds = config.adapters().seeds if seeds is None else seeds
+    if len(seeds) == 0:
+        raise ValueError("seeds is empty; pass at least one seed")
+    return pd.concat([adapter_results(split, eval_checkpoints, source, validate_seed(s), **kwargs).assign(seed=int(s))
+                      for s in seeds], ignore_index=True)
+
+
 # ---------------------------------------------------------------------------- multi-answer ablation
 
 

@@ -194,6 +194,21 @@ def verifier() -> dict:
     return artifacts.load_or_build("gcm_verifier")
 
 
+@register("verifier_answers", version="1")
+def _build_verifier_answers(folder: Path, split: str) -> pd.DataFrame:
+    """The verifier's own greedy answers on a split: which questions the GCM's backbone knows."""
+    config.set_threads()
+    model, tokenizer = load_verifier()
+    return greedy(model, tokenizer, sums.split(split), progress=False)
+
+
+def verifier_correct(split: str = "test") -> pd.Series:
+    """question_id -> 1 where the verifier answers the question right itself (notebook 05's GCM test)."""
+    sums.split(split)  # an unknown split fails here
+    answers = artifacts.load_or_build("verifier_answers", split=split)
+    return answers.set_index("question_id")["correct"].astype(int)
+
+
 def load_verifier():
     """(model, tokenizer) of the GCM's backbone, without any LoRA (trains it on first use)."""
     return load_pretrained(artifacts.folder("gcm_verifier") / "model")

@@ -79,7 +79,7 @@ def self_consistency(candidates: pd.DataFrame, questions: pd.DataFrame, weight: 
         "question_id": out["question_id"],
         "answer": answer,
         "correct": (answer == targets).fillna(False).astype(bool).to_numpy(),
-        "confidence": out["mass"].fillna(0.0).to_numpy(),
+        "confidence": out["mass"].fillna(0.0).clip(0.0, 1.0).to_numpy(),  # a share; rounding can exceed 1 by 1e-16
         "n_groups": out["n_groups"].fillna(0).astype(int).to_numpy(),
         "coverage": total.to_numpy() if weight == "probability" else 1.0,
     })
@@ -192,5 +192,5 @@ def surrogate_sc(scorer: str, answers: pd.DataFrame, split: str = "test") -> pd.
         ended.groupby(["question_id", "answer"]).size().index.get_level_values(0)).to_numpy()
     keys = pd.MultiIndex.from_arrays([answers["question_id"], answers["answer"].astype("Int64")])
     out = answers.copy()
-    out["confidence"] = mass.reindex(keys).fillna(0.0).to_numpy(dtype=float)
+    out["confidence"] = mass.reindex(keys).fillna(0.0).clip(0.0, 1.0).to_numpy(dtype=float)
     return out

@@ -180,8 +180,15 @@ def _adapter_settings() -> dict:
     return {f.name: getattr(s, f.name) for f in dataclasses.fields(config.Verbalized) if f.name != "n_rephrase"}
 
 
+def _seed_params(seed) -> dict:
+    """{} for the settings' own seed (`config.verbalized().seed`), else {"seed": seed}: an adapter's other seeds."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return {} if seed is None or int(seed) == config.verbalized().seed else {"seed": int(seed)}
+
+
 @register("verbalized_adapter", version="2")
-def _build_adapter(folder, checkpoint: str) -> dict:
+def _build_adapter(folder, checkpoint: str, seed: int | None = None) -> dict:
     """A LoRA adapter that makes one checkpoint state its confidence after its greedy answers."""
     config.set_threads()  # HELPERS_THREADS, or 2
     settings = _adapter_settings()
@@ -193,7 +200,7 @@ def _build_adapter(folder, checkpoint: str) -> dict:
     model, tokenizer = load_checkpoint(checkpoint)
     before = lora.base_weights_hash(model)
     start = time.perf_counter()
-    peft_model, log = fit_verbalized_adapter(model, tokenizer, questions, answers["text"], goal["target"])
+    peft_model, log = fit_verbalized_adapter(model, tokenizer, questions, answers["text"], goal["target"], seed=seed)
     seconds = time.perf_counter() - start
     if lora.base_weights_hash(peft_model) != before:
         raise RuntimeError("training changed the checkpoint's base weights; only LoRA weights may train")
@@ -203,17 +210,17 @@ def _build_adapter(folder, checkpoint: str) -> dict:
             "train_seconds": seconds}
 
 
-def adapter_info(checkpoint: str) -> dict:
+def adapter_info(checkpoint: str, seed: int | None = None) -> dict:
     """The cached adapter's training log, trainable-parameter count and settings (trains it if needed)."""
-    return artifacts.load_or_build("verbalized_adapter", checkpoint=_one(checkpoint))
+    return artifacts.load_or_build("verbalized_adapter", checkpoint=_one(checkpoint), **_seed_params(seed))
 
 
-def adapter_path(checkpoint: str) -> Path:
+def adapter_path(checkpoint: str, seed: int | None = None) -> Path:
     """Folder of the cached LoRA adapter trained on `checkpoint` (trains it if needed)."""
-    return artifacts.folder("verbalized_adapter", checkpoint=_one(checkpoint)) / "adapter"
+    return artifacts.folder("verbalized_adapter", checkpoint=_one(checkpoint), **_seed_params(seed)) / "adapter"
 
 
-def load_adapted(checkpoint: str, adapter: str | None = None):
+def load_adapted(checkpoint: str, adapter: str | None = None, seed: int | None = None):
     """(model, tokenizer): `checkpoint`'s own weights with the LoRA weights trained on `adapter`.
 
     adapter=None (or the same name) is the oracle; a training checkpoint's name moves its adapter onto
@@ -222,7 +229,7 @@ def load_adapted(checkpoint: str, adapter: str | None = None):
     checkpoint = _one(checkpoint)
     adapter = _one(adapter or checkpoint)
     model, tokenizer = load_checkpoint(checkpoint)
-    return lora.attach(model, adapter_path(adapter)), tokenizer
+    return lora.attach(model, adapter_path(adapter, seed)), tokenizer
 
 
 # ---------------------------------------------------------------------------- cached results
@@ -233,14 +240,14 @@ def _source_name(source: str, checkpoint: str) -> str:
 
 
 @register("verbalized", version="3")
-def _build_results(folder, checkpoint: str, split: str, adapter: str) -> pd.DataFrame:
+def _build_results(folder, checkpoint: str, split: str, adapter: str, seed: int | None = None) -> pd.DataFrame:
     """Verbalized confidence of one checkpoint on one split, read through the adapter trained on `adapter`."""
     config.set_threads()  # HELPERS_THREADS, or 2
     greedy = artifacts.load_or_build("greedy", checkpoint=checkpoint, split=split)
     questions = sums.split(split)
     if not questions["question_id"].equals(greedy["question_id"]):
         raise RuntimeError("cached greedy results are out of step with the split; rebuild them")
-    model, tokenizer = load_adapted(checkpoint, adapter)
+    model, tokenizer = load_adapted(checkpoint, adapter, seed)
     model = model.merge_and_unload()  # same outputs, faster; this in-memory copy is thrown away afterwards
     start = time.perf_counter()
     read = read_confidence(model, tokenizer, questions, greedy["text"], desc=f"verbalized {checkpoint} via {adapter}")
@@ -255,14 +262,15 @@ def _build_results(folder, checkpoint: str, split: str, adapter: str) -> pd.Data
     return out
 
 
-def verbalized_results(split: str = "test", checkpoints=None, source: str = "oracle") -> pd.DataFrame:
+def verbalized_results(split: str = "test", checkpoints=None, source: str = "oracle", seed: int | None = None) -> pd.DataFrame:
     """Verbalized confidence of several checkpoints (default: the evaluation ones), one long frame.
 
     source="oracle" reads each checkpoint through its own adapter; a training checkpoint's name reads
     every checkpoint through that checkpoint's adapter (non-oracle). Columns: checkpoint, adapter,
     question_id, text, answer, correct (of the checkpoint's own greedy answer), token_probability,
     stated_text, stated (NaN if unparsed), parsed, expected, likeliest, level_mass, and confidence
-    (= expected, always defined; use `stated` with `parsed` for the decoded number).
+    (= expected, always defined; use `stated` with `parsed` for the decoded number). `seed` trains the
+    adapters with another seed (default: `config.verbalized().seed`).
     """
     ck = get_checkpoints()
     names = ck.validate(checkpoints, default=ck.evaluation)
@@ -270,8 +278,15 @@ def verbalized_results(split: str = "test", checkpoints=None, source: str = "ora
         raise ValueError(f"source must be 'oracle' or a checkpoint whose adapter to use, one of {list(ck.all)}; "
                          f"got {source!r}")
     sums.split(split)  # an unknown split name fails here, before anything is built
-    return pd.concat([artifacts.load_or_build("verbalized", checkpoint=c, split=split, adapter=_source_name(source, c))
-                      for c in names], ignore_index=True)
+    return pd.concat([artifacts.load_or_build("verbalized", checkpoint=c, split=split, adapter=_source_name(source, c),
+                                              **_seed_params(seed)) for c in names], ignore_index=True)
+
+
+def seeded_results(split: str = "test", checkpoints=None, source: str = "oracle") -> pd.DataFrame:
+    """`verbalized_results` for every adapter seed (`config.adapters().seeds`), stacked with a ``seed``
+    column: metrics average over seeds and the bootstrap covers them (paper A.8.1). Notebook 03."""
+    return pd.concat([verbalized_results(split, checkpoints, source, s).assign(seed=s) for s in config.adapters().seeds],
+                     ignore_index=True)
 
 
 def unparsed_counts(df: pd.DataFrame) -> pd.DataFrame:
@@ -344,10 +359,11 @@ def build_all() -> None:
     on the evaluation checkpoints), rephrasings."""
     for name in adapter_checkpoints():
         targets(name)
-    for name in adapter_checkpoints():
-        adapter_info(name)
-    verbalized_results("test", source="oracle")
-    verbalized_results("test", source=default_source())
+    for seed in config.adapters().seeds:
+        for name in adapter_checkpoints():
+            adapter_info(name, seed)
+        verbalized_results("test", source="oracle", seed=seed)
+        verbalized_results("test", source=default_source(), seed=seed)
     verbalized_rephrasings()
 
 

@@ -1,0 +1,87 @@
+"""Sphinx configuration of the course website (`make book`, tests/test_book.py).
+
+The source folder is the repository root and this folder holds only the configuration, so that the links
+the docs and notebooks already use (`../notebooks/01_….ipynb`, `glossary.md#…`, `../README.md#…`) resolve
+on the site exactly as they do on GitHub. Build:
+
+    sphinx-build -b html -c book -W --keep-going . build/site
+
+The committed notebooks are rendered with their saved outputs; nothing is executed. The table of contents
+(the parts of the navigation) is `PARTS` below; it is added to the front page (docs/guide.md) while Sphinx
+reads it, so no course file carries site markup.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BOOK = Path(__file__).resolve().parent
+ROOT = BOOK.parent
+sys.path.insert(0, str(BOOK))
+
+project = "Confidence calibration of language models"
+author = "the series' authors"
+html_show_copyright = False
+
+extensions = ["myst_nb"]
+
+# Only the course's own files are pages: not .venv, data/, tests/ or build outputs.
+root_doc = "docs/guide"
+include_patterns = [
+    "docs/*.md",
+    "notebooks/*.ipynb",
+    "notebooks/solutions/*.ipynb",
+    "README.md",
+    "book/solutions.md",
+]
+exclude_patterns = ["build", ".venv*", "**/.ipynb_checkpoints"]
+
+# --- notebooks: show the committed outputs, never execute ---------------------------------------------
+nb_execution_mode = "off"
+nb_merge_streams = True
+myst_heading_anchors = 4
+myst_enable_extensions = ["colon_fence", "deflist"]
+
+# --- the navigation -------------------------------------------------------------------------------------
+# (caption, [patterns relative to the repository root, or "Title <path>"]); a part whose patterns match
+# nothing is left out.
+# The answer twins live in their own part, last, as one entry ("Exercise solutions") whose page lists them,
+# so that they stay folded away in the sidebar until a learner opens that part, and no "next" button of a
+# lesson leads into them.
+PARTS = [
+    ("Notebooks", ["notebooks/*.ipynb"]),
+    ("Reference", ["docs/glossary.md", "docs/references.md", "The repository (README) <README.md>"]),
+    ("Solutions", ["book/solutions.md"]),
+]
+SOLUTIONS = "notebooks/solutions/*.ipynb"
+
+# --- theme ------------------------------------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = "Confidence calibration of language models"
+html_static_path = [str(BOOK / "_static")]
+html_css_files = ["course.css"]
+html_js_files = ["course.js"]
+html_extra_path = [str(BOOK / "_extra")]
+html_last_updated_fmt = None
+html_show_sourcelink = False
+html_copy_source = True
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "show_navbar_depth": 1,
+    "collapse_navbar": False,
+    "navigation_with_keys": False,
+}
+# Light unless the reader switches (the figures are drawn on white); an unset mode logs a console error.
+html_context = {"default_mode": "light"}
+pygments_style = "default"
+
+
+def setup(app):
+    import course
+
+    course.setup(app, ROOT, PARTS, SOLUTIONS)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,127 @@
+"""Answer twins: each notebook's solutions live in a twin, out of the learner's sight.
+
+The source of truth of a chapter is its twin ``notebooks/solutions/NN_name.ipynb``: the whole notebook,
+with the code of each exercise's solution (and its worded answer) in cells tagged ``solution``. The
+learner's ``notebooks/NN_name.ipynb`` is derived from it by `student_copy`: the same cells and outputs,
+without the ``solution`` cells, and with one markdown cell, where they were, that links to the twin.
+Never edit a learner's notebook by hand: edit the twin, then run `make notebooks` (executes the twins
+and writes both files) or `python -m helpers twins` (rewrites the learner's copies only).
+
+Used by ``python -m helpers notebooks`` and ``python -m helpers twins`` (`helpers.__main__`), and by
+tests/test_twins.py, tests/test_notebooks.py and tests/test_outputs.py (through `notebook_paths`).
+Top layer; imports only nbformat and the standard library.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+from pathlib import Path
+
+import nbformat
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+SOLUTIONS = "solutions"  # the twins' folder, inside the notebooks folder
+TAG = "solution"  # the cell tag of a solution (code or worded answer)
+LINK_ID = "solutions-link"  # the cell id of the link, fixed so that a derivation is byte-identical
+LINK_TEXT = ("**Solutions:** [{target}]({target}), this notebook with the solution of every exercise and its "
+             "output. Open it after trying the exercises.")
+
+
+def is_solution(cell) -> bool:
+    return TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def twin_path(student: Path) -> Path:
+    """notebooks/NN_name.ipynb -> notebooks/solutions/NN_name.ipynb (used by `migrate` and the tests)."""
+    student = Path(student)
+    return student.parent / SOLUTIONS / student.name
+
+
+def student_path(twin: Path) -> Path:
+    """notebooks/solutions/NN_name.ipynb -> notebooks/NN_name.ipynb (used by `python -m helpers notebooks`)."""
+    twin = Path(twin)
+    if not is_twin(twin):
+        raise ValueError(f"{twin} is not in a {SOLUTIONS}/ folder")
+    return twin.parent.parent / twin.name
+
+
+def is_twin(path: Path) -> bool:
+    return Path(path).parent.name == SOLUTIONS
+
+
+def student_copy(twin_nb, name: str):
+    """The learner's notebook derived from the twin `twin_nb` (whose file name is `name`): every cell
+    and output as in the twin, except the ``solution`` cells, replaced by one markdown cell linking to
+    ``solutions/<name>``. The twin is not modified.
+
+    The solutions must come last, so that the learner's copy runs on its own: a cell without the tag
+    after a solution raises ValueError (a worded answer must be tagged too, or it would show).
+    """
+    nb = copy.deepcopy(twin_nb)
+    first = next((i for i, cell in enumerate(nb.cells) if is_solution(cell)), None)
+    if first is None:
+        return nb
+    for i, cell in enumerate(nb.cells[first:], start=first):
+        if not is_solution(cell):
+            line = (cell.source.splitlines() or [""])[0][:60]
+            raise ValueError(
+                f"{name}: cell {i} ({cell.cell_type}, {line!r}) follows a solution cell but is not tagged "
+                f"{TAG!r}; the solutions must be the last cells (tag worded answers {TAG!r} too)")
+    if any(cell.get("id") == LINK_ID for cell in nb.cells):
+        raise ValueError(f"{name}: a cell already has the id {LINK_ID!r}, which the link cell uses")
+    link = nbformat.v4.new_markdown_cell(LINK_TEXT.format(target=f"{SOLUTIONS}/{name}"), id=LINK_ID)
+    nb.cells = nb.cells[:first] + [link]
+    return nb
+
+
+def notebook_text(nb) -> str:
+    """The file's text, exactly as `nbformat.write` writes it (and as `run_notebook` saves notebooks)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def student_text(twin: Path) -> str:
+    """The text of the learner's copy of the twin file `twin` (what tests/test_twins.py expects on disk)."""
+    twin = Path(twin)
+    return notebook_text(student_copy(nbformat.read(twin, as_version=4), twin.name))
+
+
+def _write_text(path: Path, text: str) -> bool:
+    """Write `text` to `path` atomically unless it is already there; True if the file changed."""
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return True
+
+
+def write_student_copy(twin: Path) -> bool:
+    """Derive the learner's copy of the twin file `twin` next to its folder; True if the file changed
+    (used by `python -m helpers notebooks` after it saves an executed twin)."""
+    return _write_text(student_path(twin), student_text(twin))
+
+
+def write_student_copies(notebooks_dir: Path = NOTEBOOKS_DIR, pattern: str = "*.ipynb") -> list[Path]:
+    """Derive the learner's copy of every twin in `notebooks_dir`/solutions/ whose name matches `pattern`;
+    returns the copies that changed (used by `python -m helpers twins`)."""
+    twins = sorted((Path(notebooks_dir) / SOLUTIONS).glob(pattern))
+    return [student_path(twin) for twin in twins if write_student_copy(twin)]
+
+
+def migrate(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
+    """Once: move each notebooks/NN_*.ipynb into notebooks/solutions/ (it becomes the twin, unchanged) and
+    write its learner's copy in its place; returns the twins. Refuses to overwrite an existing twin."""
+    notebooks_dir = Path(notebooks_dir)
+    students = sorted(p for p in notebooks_dir.glob("*.ipynb") if re.match(r"\d\d_", p.name))
+    taken = [str(twin_path(p)) for p in students if twin_path(p).exists()]
+    if taken:
+        raise FileExistsError(f"twins exist already: {taken}")
+    for p in students:  # check every derivation before moving anything
+        student_copy(nbformat.read(p, as_version=4), p.name)
+    (notebooks_dir / SOLUTIONS).mkdir(exist_ok=True)
+    for p in students:
+        os.replace(p, twin_path(p))
+        write_student_copy(twin_path(p))
+    return [twin_path(p) for p in students]

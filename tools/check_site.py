@@ -1,0 +1,517 @@
+"""Check the course website and the notebook explorer in a real browser (`make check-site`).
+
+    .venv-site/bin/python tools/check_site.py [--site build/site] [--screenshots build/screenshots]
+        [--lab-python .venv/bin/python] [--notebook notebooks/01_reliability_diagrams_and_ece.ipynb]
+        [--chromium /usr/bin/chromium] [--fast] [--skip-lab] [--skip-pages]
+
+Part 1, the site: serves build/site on 127.0.0.1 and opens every page in headless Chromium (Debian's
+`chromium`, driven by Playwright through `executable_path`; Playwright's own browser download is never
+used). A page fails when it does not load (HTTP status other than 200), when an image has no pixels
+(naturalWidth 0) or is not rendered (zero size while visible), when an internal link or anchor does not
+resolve (an existing page and an element with that id), when the page logs a console error or throws,
+or when it requests anything outside the site (the site must work offline). The search page must find
+a word. A screenshot of each page (and of its first figures) goes to build/screenshots/.
+
+Part 2, the explorer: starts JupyterLab from .venv on 127.0.0.1 with a token, on a temporary copy of the
+notebook (the committed file is never touched), runs all cells from the Run menu, finds the cell tagged
+`explorer`, moves one of its controls (a dropdown, a slider, a toggle or a checkbox) and checks that the
+output area changes, by comparing screenshots taken before and after (saved as lab-explorer-*.png).
+
+Exits 1 with one line per failure; every line says what to look at.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import http.server
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_links import pages  # noqa: E402
+
+from playwright.sync_api import Error as PlaywrightError  # noqa: E402
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+VIEWPORT = {"width": 1366, "height": 900}
+SEARCH_WORD = "calibration"
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(folder: Path):
+    """A static file server for `folder` on 127.0.0.1, in a thread; yields its base URL."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    class Server(http.server.ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], ConnectionError):  # the browser left a page early
+                super().handle_error(request, client_address)
+
+    handler = functools.partial(Quiet, directory=str(folder))
+    server = Server(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Part 1: every page of the site
+# ----------------------------------------------------------------------------------------------------------
+
+_PAGE_FACTS = """() => {
+  for (const d of document.querySelectorAll('details')) d.open = true;   // folded cells: show their images
+  const ids = [...document.querySelectorAll('[id]')].map(e => e.id)
+      .concat([...document.querySelectorAll('a[name]')].map(e => e.name));
+  const links = [...document.querySelectorAll('a[href]')]
+      .map(a => ({href: a.href, raw: a.getAttribute('href'), text: a.textContent.trim().slice(0, 60)}));
+  const images = [...document.querySelectorAll('img')].map(img => {
+    const r = img.getBoundingClientRect();
+    const visible = img.checkVisibility ? img.checkVisibility({checkOpacity: false, checkVisibilityCSS: true}) : true;
+    return {src: img.getAttribute('src').slice(0, 100), complete: img.complete, natural: img.naturalWidth,
+            width: r.width, height: r.height, visible: visible};
+  });
+  return {ids, links, images, title: document.title};
+}"""
+
+
+def check_pages(browser, site: Path, base: str, shots: Path) -> list[str]:
+    failures: list[str] = []
+    context = browser.new_context(viewport=VIEWPORT)
+    external: list[str] = []
+
+    def route(route_):
+        url = route_.request.url
+        if url.startswith(base):
+            route_.continue_()
+        else:
+            external.append(url)
+            route_.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(f"uncaught exception: {e}"))
+
+    facts: dict[str, dict] = {}
+    for path in pages(site):
+        rel = path.relative_to(site).as_posix()
+        url = f"{base}/{rel}"
+        errors.clear()
+        external.clear()
+        try:
+            response = page.goto(url, wait_until="load", timeout=60_000)
+            page.wait_for_load_state("networkidle", timeout=30_000)
+        except PlaywrightError as error:
+            failures.append(f"{rel}: the page did not load: {error.message.splitlines()[0]}")
+            continue
+        final = page.url.split("#")[0]
+        if response is None or response.status != 200:
+            failures.append(f"{rel}: the page did not load (HTTP {response.status if response else 'none'})")
+            continue
+        info = page.evaluate(_PAGE_FACTS)
+        # A redirect page (the site's index.html) is checked as the page it lands on.
+        landed = final[len(base) + 1:] if final.startswith(base) else final
+        facts[rel] = info
+        facts.setdefault(landed, info)
+        name = rel.replace("/", "__").removesuffix(".html")
+        # The theme keeps the sidebar's scroll position from page to page: show each page from its top.
+        page.evaluate("document.querySelector('.bd-sidebar-primary')?.scrollTo(0, 0); window.scrollTo(0, 0)")
+        page.screenshot(path=str(shots / f"{name}.png"))
+        for k, figure in enumerate(page.locator("div.cell_output img").all()[:2]):
+            figure.scroll_into_view_if_needed()
+            figure.locator("xpath=ancestor::div[contains(@class,'cell_output')][1]").screenshot(
+                path=str(shots / f"{name}--figure-{k + 1}.png"))
+        if not info["title"].strip():
+            failures.append(f"{rel}: the page has no title")
+        for img in info["images"]:
+            if not img["complete"] or img["natural"] == 0:
+                failures.append(f"{rel}: image {img['src']!r} has no pixels (naturalWidth 0: missing or broken file)")
+            elif img["visible"] and (img["width"] == 0 or img["height"] == 0):
+                failures.append(f"{rel}: image {img['src']!r} is not rendered (shown {img['width']}×{img['height']} px)")
+        for error in dict.fromkeys(errors):
+            failures.append(f"{rel}: {error}")
+        for url_ in dict.fromkeys(external):
+            failures.append(f"{rel}: requests {url_} from outside the site (it must work offline)")
+        log(f"  {rel}: {len(info['images'])} images, {len(info['links'])} links, {len(errors)} console errors")
+
+    # Every internal link: an existing file, and an element with the anchor's id on that page.
+    statuses: dict[str, int] = {}
+    for rel, info in facts.items():
+        for link in info["links"]:
+            href = link["href"]
+            if not href.startswith(base + "/"):
+                continue
+            target, _, fragment = href[len(base) + 1:].partition("#")
+            target = target.split("?")[0]
+            if target == "" or target.endswith("/"):
+                target += "index.html"
+            if target not in facts:
+                if target not in statuses:
+                    statuses[target] = _status(f"{base}/{target}")
+                if statuses[target] != 200:
+                    failures.append(f"{rel}: link {link['raw']!r} ({link['text']!r}) -> {target}: "
+                                    f"HTTP {statuses[target]}, no such page")
+                    continue
+            if fragment and target in facts and urllib.request.unquote(fragment) not in facts[target]["ids"]:
+                failures.append(f"{rel}: link {link['raw']!r} ({link['text']!r}) -> no element "
+                                f"id={fragment!r} on {target}")
+
+    # Search: the theme's search page finds a word of the course.
+    errors.clear()
+    page.goto(f"{base}/search.html?q={SEARCH_WORD}", wait_until="load")
+    try:
+        page.wait_for_selector("#search-results ul.search li", timeout=30_000)
+        hits = page.locator("#search-results ul.search li").count()
+        log(f"  search for {SEARCH_WORD!r}: {hits} results")
+    except PlaywrightError:
+        failures.append(f"search.html: searching for {SEARCH_WORD!r} found nothing (is searchindex.js built?)")
+    page.screenshot(path=str(shots / "search-results.png"))
+    for error in dict.fromkeys(errors):
+        failures.append(f"search.html?q={SEARCH_WORD}: {error}")
+    context.close()
+    return failures
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Part 2: the explorer in JupyterLab
+# ----------------------------------------------------------------------------------------------------------
+
+LAB_SETTINGS = {
+    # Every cell in the page (no virtual scrolling), so the n-th cell of the file is the n-th in the DOM.
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                          "checkForUpdates": False},
+}
+
+
+@contextlib.contextmanager
+def jupyterlab(python: Path, workdir: Path, env_extra: dict[str, str], log_path: Path):
+    """JupyterLab from `python`'s environment on 127.0.0.1 with a token, serving workdir/notebooks, its log
+    in log_path; yields (base URL, token, log path)."""
+    for name, settings in LAB_SETTINGS.items():
+        target = workdir / "settings" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(settings))
+    for sub in ("config", "runtime", "workspaces"):
+        (workdir / sub).mkdir(exist_ok=True)
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(workdir / "config"),
+               JUPYTER_RUNTIME_DIR=str(workdir / "runtime"), **env_extra)
+    env.pop("JUPYTER_TOKEN", None)
+    command = [os.path.abspath(python), "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+               f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={workdir / 'notebooks'}",
+               f"--LabApp.user_settings_dir={workdir / 'settings'}",
+               f"--LabApp.workspaces_dir={workdir / 'workspaces'}", "--LabApp.extension_manager=readonly"]
+    if os.geteuid() == 0:  # CI and these machines run as root
+        command.append("--allow-root")
+    with open(log_path, "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+                                   start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {process.returncode} at start; see {log_path}:\n"
+                                   + log_path.read_text()[-2000:])
+            try:
+                if _status(f"{base}/api/status?token={token}") == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not answer on {base} within 120 s; see {log_path}")
+            time.sleep(0.5)
+        yield base, token, log_path
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)  # the server we started, and its kernels
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def _kernel_idle(base: str, token: str, name: str, timeout: float) -> bool:
+    """Whether the notebook's kernel has started and is idle (the server's sessions API), within timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=10) as response:
+                sessions = json.load(response)
+            states = [s["kernel"]["execution_state"] for s in sessions if s.get("path", "").endswith(name)]
+            if states and all(state == "idle" for state in states):
+                return True
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def explorer_index(notebook: Path) -> int | None:
+    cells = json.loads(notebook.read_text())["cells"]
+    for i, cell in enumerate(cells):
+        if "explorer" in cell.get("metadata", {}).get("tags", []):
+            return i
+    return None
+
+
+def _figure_area(output):
+    """The part of the explorer's output that shows its figure, without the controls: the widget's
+    Output area (what `interact` draws into), else its first image, else the whole output area."""
+    widget_output = output.locator(".widget-output")
+    if widget_output.count():
+        return widget_output.last, "the widget's output (its figure)"
+    image = output.locator("img, canvas")
+    if image.count():
+        return image.first, "the figure"
+    return output, "the output area"
+
+
+def _move_a_control(output) -> str:
+    """Change one control of the explorer's output area; returns what was done (or raises LookupError)."""
+    for select in output.locator("select").all():
+        options = select.locator("option").all_inner_texts()
+        current = select.evaluate("s => s.selectedIndex")
+        if len(options) > 1:
+            choice = options[(current + 1) % len(options)]
+            select.select_option(label=choice)
+            was, now = (text.replace("\xa0", " ") for text in (options[current], choice))
+            return f"dropdown {was!r} -> {now!r}"
+    handle = output.locator(".noUi-handle, .widget-slider [role=slider]")
+    if handle.count():
+        handle.first.focus()
+        before = handle.first.get_attribute("aria-valuenow")
+        for _ in range(3):
+            handle.first.press("ArrowRight")
+        after = handle.first.get_attribute("aria-valuenow")
+        if after == before:  # at the right end already
+            for _ in range(6):
+                handle.first.press("ArrowLeft")
+            after = handle.first.get_attribute("aria-valuenow")
+        return f"slider {before} -> {after}"
+    slider = output.locator("input[type=range]")
+    if slider.count():
+        slider.first.focus()
+        slider.first.press("ArrowRight")
+        return "range input moved right"
+    toggles = output.locator(".widget-toggle-button button, .widget-toggle-buttons button, .widget-radio-box input")
+    if toggles.count() > 1:
+        target = toggles.nth(1)
+        target.click()
+        return "second toggle clicked"
+    checkbox = output.locator("input[type=checkbox]")
+    if checkbox.count():
+        checkbox.first.click()
+        return "checkbox clicked"
+    raise LookupError("no dropdown, slider, toggle or checkbox in the explorer's output")
+
+
+def check_explorer(browser, python: Path, notebook: Path, shots: Path, fast: bool) -> list[str]:
+    index = explorer_index(notebook)
+    if index is None:
+        return [f"{notebook}: no cell is tagged `explorer` (the ipywidgets explorer this check moves); "
+                "tag the explorer cell, or pass --notebook with a notebook that has one"]
+    n_cells = len(json.loads(notebook.read_text())["cells"])
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="check-site-lab-") as tmp:
+        workdir = Path(tmp)
+        (workdir / "notebooks").mkdir()
+        copy = workdir / "notebooks" / notebook.name
+        # The copy shows every input, so that every code cell shows its execution count when it has run.
+        content = json.loads(notebook.read_text())
+        for cell in content["cells"]:
+            cell.get("metadata", {}).pop("jupyter", None)
+        copy.write_text(json.dumps(content, indent=1))
+        env_extra = {"HELPERS_FAST": "1"} if fast else {}
+        started = time.monotonic()
+        with jupyterlab(python, workdir, env_extra, shots / "jupyterlab.log") as (base, token, log_path):
+            log(f"  JupyterLab up on {base} in {time.monotonic() - started:.0f} s (log: {log_path})")
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            page = context.new_page()
+            console = []
+            page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
+            page.goto(f"{base}/lab/tree/{copy.name}?token={token}", wait_until="load", timeout=120_000)
+            page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+            cells = page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+            deadline = time.monotonic() + 60
+            while cells.count() < n_cells and time.monotonic() < deadline:
+                time.sleep(0.5)
+            if cells.count() != n_cells:
+                return [f"JupyterLab shows {cells.count()} cells of {copy.name}, the file has {n_cells}"]
+            try:  # the page connected to its kernel (the status bar says so) and the server says it is idle
+                page.locator(".jp-StatusBar-Item", has_text="| Idle").first.wait_for(timeout=120_000)
+            except PlaywrightError:
+                pass
+            if not _kernel_idle(base, token, copy.name, timeout=120):
+                page.screenshot(path=str(shots / "lab-no-kernel.png"))
+                return [f"{copy.name}: its kernel did not start within 120 s (see lab-no-kernel.png, {log_path})"]
+            # Run > Run All Cells, then wait until every code cell has its execution count.
+            page.locator(".lm-MenuBar-itemLabel").get_by_text("Run", exact=True).click()
+            page.locator(".lm-Menu-itemLabel").get_by_text("Run All Cells", exact=True).click()
+            code_cells = sum(c["cell_type"] == "code" for c in json.loads(notebook.read_text())["cells"])
+            prompts = page.locator(".jp-NotebookPanel .jp-Notebook .jp-CodeCell .jp-InputArea-prompt")
+            started = time.monotonic()
+            quiet_since = None
+            while True:
+                texts = prompts.all_text_contents()  # a folded input hides its prompt: its text remains
+                counted = sum(t.strip().strip("[]:").strip().isdigit() for t in texts)
+                busy = sum("*" in t for t in texts)
+                if counted == code_cells:
+                    break
+                now = time.monotonic()
+                if busy:
+                    quiet_since = None
+                elif quiet_since is None:
+                    quiet_since = now
+                elif now - quiet_since > 15:  # nothing running and nothing queued: the run stopped
+                    break
+                if now - started > 600:
+                    page.screenshot(path=str(shots / "lab-timeout.png"))
+                    return [f"running all cells of {copy.name} did not finish within 600 s "
+                            f"({busy} cells still busy; see lab-timeout.png, {log_path})"]
+                time.sleep(1)
+            errors = page.locator(".jp-Notebook .jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+            tracebacks = [t for t in errors.all_inner_texts() if "Traceback" in t]
+            if tracebacks:
+                failures.append(f"{copy.name}: a cell raised when run in JupyterLab:\n{tracebacks[0][-1500:]}")
+            if counted != code_cells:
+                page.screenshot(path=str(shots / "lab-not-run.png"))
+                return failures + [f"{copy.name}: after Run All Cells only {counted} of {code_cells} code cells "
+                                   f"ran (see lab-not-run.png, {log_path})"]
+            log(f"  ran all {code_cells} code cells in {time.monotonic() - started:.0f} s")
+            cell = cells.nth(index)
+            cell.scroll_into_view_if_needed()
+            output = cell.locator(".jp-Cell-outputArea")
+            try:
+                output.locator(".jupyter-widgets").first.wait_for(timeout=30_000)
+            except PlaywrightError:
+                text = output.inner_text()[:300]
+                page.screenshot(path=str(shots / "lab-explorer-missing.png"))
+                return failures + [f"{copy.name}: cell {index} (tagged explorer) shows no widget after running "
+                                   f"(output: {text!r}); is jupyterlab_widgets installed in .venv? "
+                                   "See lab-explorer-missing.png"]
+            time.sleep(1.5)  # let the first figure draw
+            output.scroll_into_view_if_needed()
+            figure, what = _figure_area(output)
+            output.screenshot(path=str(shots / "lab-explorer-before.png"))
+            before = figure.screenshot(path=str(shots / "lab-explorer-figure-before.png"))
+            try:
+                action = _move_a_control(output)
+            except LookupError as error:
+                return failures + [f"{copy.name}: cell {index}: {error}"]
+            log(f"  explorer: {action}")
+            after = before
+            deadline = time.monotonic() + 60
+            while after == before and time.monotonic() < deadline:
+                time.sleep(1)
+                after = figure.screenshot()
+            time.sleep(1.5)  # the redraw may clear the figure first: compare the settled picture
+            after = figure.screenshot(path=str(shots / "lab-explorer-figure-after.png"))
+            output.screenshot(path=str(shots / "lab-explorer-after.png"))
+            drawn = figure.locator("img, canvas").count() > 0 or what == "the output area"
+            if after == before:
+                failures.append(f"{copy.name}: cell {index} (explorer): after {action}, {what} did not change "
+                                "within 60 s (lab-explorer-figure-before.png and -after.png are identical)")
+            elif not drawn:
+                failures.append(f"{copy.name}: cell {index} (explorer): after {action}, {what} holds no figure "
+                                "(see lab-explorer-after.png)")
+            else:
+                log(f"  explorer: {what} changed (lab-explorer-figure-before.png, -after.png)")
+            page.screenshot(path=str(shots / "lab-notebook.png"))
+            for text in dict.fromkeys(console):
+                log(f"  (JupyterLab console error, not a failure: {text[:200]})")
+            context.close()
+    return failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--site", type=Path, default=ROOT / "build/site")
+    parser.add_argument("--screenshots", type=Path, default=ROOT / "build/screenshots")
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    parser.add_argument("--lab-python", type=Path, default=ROOT / ".venv/bin/python")
+    parser.add_argument("--notebook", type=Path, default=ROOT / "notebooks/01_reliability_diagrams_and_ece.ipynb")
+    parser.add_argument("--fast", action="store_true", help="HELPERS_FAST=1 for the notebook's kernel")
+    parser.add_argument("--skip-lab", action="store_true", help="check the site only")
+    parser.add_argument("--skip-pages", action="store_true", help="check the explorer only")
+    args = parser.parse_args()
+
+    if not (args.site / "index.html").is_file():
+        print(f"check_site: no site at {args.site}: run `make book` first", file=sys.stderr)
+        return 1
+    if not Path(args.chromium).exists():
+        print(f"check_site: no Chromium at {args.chromium}: `apt-get install -y chromium`", file=sys.stderr)
+        return 1
+    shutil.rmtree(args.screenshots, ignore_errors=True)
+    args.screenshots.mkdir(parents=True)
+    failures: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=args.chromium, headless=True)
+        if not args.skip_pages:
+            started = time.monotonic()
+            log(f"part 1: every page of {args.site} in Chromium {browser.version}, headless")
+            with serve(args.site.resolve()) as base:
+                failures += check_pages(browser, args.site.resolve(), base, args.screenshots)
+            log(f"part 1 done in {time.monotonic() - started:.0f} s")
+        if not args.skip_lab:
+            started = time.monotonic()
+            log(f"part 2: the explorer of {args.notebook} in JupyterLab")
+            try:
+                failures += check_explorer(browser, args.lab_python, args.notebook.resolve(), args.screenshots,
+                                           args.fast)
+            except (RuntimeError, PlaywrightError) as error:
+                failures.append(f"JupyterLab check: {error}")
+            log(f"part 2 done in {time.monotonic() - started:.0f} s")
+        browser.close()
+    for failure in failures:
+        print(f"FAIL {failure}", file=sys.stderr)
+    print(f"check_site: {len(failures)} failures; screenshots in {args.screenshots}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
