@@ -29,11 +29,16 @@ data: $(STAMP)  ## unpack the shipped world (data/world/), then build whatever i
 
 world: $(STAMP)  ## rebuild every artifact from scratch in data/scratch/, then compare it with data/world/
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers build
-	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save
+	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save  # builds what `build` left
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers verify-rebuild
 
-pack: $(STAMP)  ## maintainers: write data/world/ from the cache, after `make notebooks`
-	$(PY) -m helpers pack
+# Maintainers: build, run every notebook (saving outputs) and ship exactly the cache entries they read
+# (HELPERS_READ_LOG lists them; `shipped.read_entries` adds what those were built from).
+pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write data/world/
+	rm -f data/read.log
+	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers build
+	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers notebooks
+	$(PY) -m helpers pack --read-log data/read.log
 
 lab: $(STAMP)  ## open the notebooks in JupyterLab
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH)

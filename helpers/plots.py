@@ -243,7 +243,7 @@ def _shade_phases(axes, steps, phases, label_ax=None) -> None:
             for ax in axes:
                 ax.axvspan(lo, hi, color="grey", alpha=alpha, lw=0)
             if label_ax is not None:
-                label_ax.text((lo + hi) / 2, 0.02, phases[start], ha="center", fontsize="x-small", color="dimgrey")
+                label_ax.text((lo + hi) / 2, 0.02, phases[start], ha="center", fontsize="small", color="dimgrey")
         start = i
 
 

@@ -58,7 +58,7 @@ def student_copy(twin_nb, name: str):
     The solutions must come last, so that the learner's copy runs on its own: a cell without the tag
     after a solution raises ValueError (a worded answer must be tagged too, or it would show).
     """
-    nb = copy.deepcopy(twin_nb)
+    nb = relink(copy.deepcopy(twin_nb), to_twin=False)  # links are written for the twin's folder
     first = next((i for i, cell in enumerate(nb.cells) if is_solution(cell)), None)
     if first is None:
         return nb
@@ -72,6 +72,27 @@ def student_copy(twin_nb, name: str):
         raise ValueError(f"{name}: a cell already has the id {LINK_ID!r}, which the link cell uses")
     link = nbformat.v4.new_markdown_cell(LINK_TEXT.format(target=f"{SOLUTIONS}/{name}"), id=LINK_ID)
     nb.cells = nb.cells[:first] + [link]
+    return nb
+
+
+# A markdown link or image whose target is a relative path: ](target) or ](target#anchor).
+_LINK = re.compile(r"(\]\()([^)\s#]+)([^)\s]*\))")
+
+
+def relink(nb, to_twin: bool):
+    """`nb` with every relative markdown link rewritten for the other folder: a twin sits one level below
+    its learner's copy, so ``../docs/glossary.md`` in a learner's notebook is ``../../docs/glossary.md`` in
+    its twin, and ``02_self_consistency.ipynb`` is ``../02_self_consistency.ipynb``. In place; returns `nb`."""
+    def move(match):
+        target = match.group(2)
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):  # a URL or an absolute path
+            return match.group(0)
+        here, there = (Path("."), Path(SOLUTIONS)) if to_twin else (Path(SOLUTIONS), Path("."))
+        moved = Path(os.path.relpath(os.path.normpath(here / target), there)).as_posix()
+        return match.group(1) + moved + match.group(3)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = _LINK.sub(move, cell.source)
     return nb
 
 
@@ -111,7 +132,8 @@ def write_student_copies(notebooks_dir: Path = NOTEBOOKS_DIR, pattern: str = "*.
 
 
 def migrate(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """Once: move each notebooks/NN_*.ipynb into notebooks/solutions/ (it becomes the twin, unchanged) and
+    """Once: move each notebooks/NN_*.ipynb into notebooks/solutions/ (it becomes the twin, its relative links
+    rewritten for that folder) and
     write its learner's copy in its place; returns the twins. Refuses to overwrite an existing twin."""
     notebooks_dir = Path(notebooks_dir)
     students = sorted(p for p in notebooks_dir.glob("*.ipynb") if re.match(r"\d\d_", p.name))
@@ -122,6 +144,8 @@ def migrate(notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
         student_copy(nbformat.read(p, as_version=4), p.name)
     (notebooks_dir / SOLUTIONS).mkdir(exist_ok=True)
     for p in students:
-        os.replace(p, twin_path(p))
+        twin = relink(nbformat.read(p, as_version=4), to_twin=True)  # its links, from one folder deeper
+        _write_text(twin_path(p), notebook_text(twin))
+        p.unlink()
         write_student_copy(twin_path(p))
     return [twin_path(p) for p in students]

@@ -145,3 +145,11 @@ def test_verbalized_seeds_keep_the_settings_seed_as_the_default_entry():
     assert verbalized._seed_params(own + 1) == {"seed": own + 1}
     with pytest.raises(ValueError, match="non-negative integer"):
         verbalized._seed_params(-1)
+
+
+def test_cached_findings_name_unknown_methods():
+    from helpers import comparison
+
+    claim = findings.Claim("x beats y", "contrast set AUC", "oracle adapter", "no such method", "higher")
+    with pytest.raises(ValueError, match="no such method"):
+        comparison.decided([claim])

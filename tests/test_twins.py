@@ -135,3 +135,18 @@ def test_the_twin_has_executed_solutions(twin: Path):
     assert all(c.execution_count is not None for c in code), f"{twin.name}: commit it executed (`make notebooks`)"
     # A solution's own links resolve from notebooks/solutions/ (the chapter's links are checked in the learner's copy).
     assert missing_links(twin, solutions) == [], f"{twin.name}: a solution links to missing files"
+
+
+def test_links_are_rewritten_for_the_twins_folder_and_back():
+    import nbformat
+
+    from helpers import twins
+
+    text = ("See [the glossary](../docs/glossary.md#ece), [notebook 02](02_self_consistency.ipynb), "
+            "[a page](https://example.org/a), [a section](#top) and ![a figure](fig.png).")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text), nbformat.v4.new_code_cell("x = '](a.md)'")])
+    twin = twins.relink(nbformat.from_dict(nb), to_twin=True)
+    assert twin.cells[0].source == ("See [the glossary](../../docs/glossary.md#ece), [notebook 02](../02_self_consistency.ipynb), "
+                                    "[a page](https://example.org/a), [a section](#top) and ![a figure](../fig.png).")
+    assert twin.cells[1].source == "x = '](a.md)'"  # code is never touched
+    assert twins.student_copy(twin, "00_x.ipynb").cells[0].source == text
