@@ -182,7 +182,7 @@ def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.S
     w = pd.concat([pd.DataFrame(np.ones((1, ids.size)), columns=ids), question_weights(ids, n, seed)], ignore_index=True)
     heads, shares, table = [], [], []
     for ckpt_i, ckpt_j, rows in used:
-        auc = {k: _over_seeds(np.array([pair_values("auc", r, ckpt_j, w) for r in v]), seed) for k, v in rows.items()}
+        auc = {k: _mean_over_seeds(np.array([pair_values("auc", r, ckpt_j, w) for r in v]), seed) for k, v in rows.items()}
         q = rows["oracle"][0].drop_duplicates("question_id")["question_id"].to_numpy()
         share = (w[q].to_numpy() * known.loc[q].to_numpy()).sum(axis=1) / w[q].to_numpy().sum(axis=1)
         heads.append(auc["oracle"] - auc["gcm"])
@@ -199,7 +199,7 @@ def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.S
             "5%": low, "95%": high, "verdict": result}
 
 
-def _over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
+def _mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
     """(seeds, 1 + replicates) -> (1 + replicates): column 0 (the data) is the mean over seeds; every
     replicate averages seeds drawn with replacement."""
     return np.concatenate([[values[:, 0].mean()], seed_resampled_mean(values[:, 1:], seed)])
