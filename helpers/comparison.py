@@ -22,6 +22,7 @@ from .artifacts import load_or_build, register
 from .checkpoints import get_checkpoints
 from .confidence import adapters, baselines, p_true, posthoc
 from .confidence import self_consistency as sc
+from .confidence import verbalized
 from .decoding import greedy_results
 
 FULL_SET_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("SmoothECE", "smooth_ece")]
@@ -210,6 +211,38 @@ def decided(claims) -> pd.DataFrame:
     if unknown:
         raise ValueError(f"claims compare unknown methods {unknown}; choose from {list(METHODS)}")
     return load_or_build("findings", claims=json.dumps([dataclasses.asdict(c) for c in claims], sort_keys=True))
+
+
+@register("gcm_test", version="1")
+def verbalized_frames() -> dict[str, pd.DataFrame]:
+    """Notebook 03's readouts by name: every seed's oracle and moved (non-oracle) verbalized adapters read by
+    their expected stated confidence, the oracle's token probability, and the focus checkpoint's answers whose
+    stated number could be decoded, read both ways."""
+    oracle_seeds = verbalized.seeded_results("test", source="oracle")
+    oracle = metrics.seed_frames(oracle_seeds)[0]
+    focus = oracle[oracle["checkpoint"] == verbalized.focus_checkpoint()].reset_index(drop=True)
+    ok = focus["parsed"].to_numpy()
+    frames = {"stated (expected)": oracle_seeds, "token probability": oracle.assign(confidence=oracle["token_probability"]),
+              f"non-oracle ({verbalized.default_source()})": verbalized.seeded_results("test", source=verbalized.default_source())}
+    if ok.any():
+        frames["expected, decodable answers"] = focus.loc[ok].assign(confidence=focus.loc[ok, "expected"])
+        frames["decoded number"] = focus.loc[ok].assign(confidence=focus.loc[ok, "stated"])
+    return frames
+
+
+@register("verbalized_findings", version="1")
+def _build_verbalized_findings(folder, claims: str) -> pd.DataFrame:
+    """The findings table of claims about `verbalized_frames`, each on its own checkpoints."""
+    frames = verbalized_frames()
+    chosen = [(findings.Claim(**c), where) for c, where in json.loads(claims)]
+    return findings.findings_table([findings.decide(c, frames, where, [], 1)
+                                    for c, where in tqdm(chosen, desc="claims", leave=False)])
+
+
+def decided_verbalized(claims) -> pd.DataFrame:
+    """`findings.decide` for each (claim, checkpoints) about `verbalized_frames`, as one cached table (notebook 03)."""
+    return load_or_build("verbalized_findings", claims=json.dumps(
+        [[dataclasses.asdict(c), list(where)] for c, where in claims], sort_keys=True))
 
 
 @register("gcm_test", version="1")
