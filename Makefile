@@ -39,6 +39,7 @@ pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write
 	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers build
 	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers notebooks
 	$(PY) -m helpers pack --read-log data/read.log
+	$(PY) -m helpers notebooks  # again: the setup cells print how many shipped entries the new archives hold
 
 lab: $(STAMP)  ## open the notebooks in JupyterLab
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH)
