@@ -59,7 +59,7 @@ def _recalibrated(method: str, name: str) -> pd.DataFrame:
 
 def _per_seed(make: Callable[[int], pd.DataFrame]) -> pd.DataFrame:
     """make(seed) for every adapter seed, stacked with a ``seed`` column (metrics average over seeds)."""
-    return pd.concat([make(s).assign(seed=s) for s in config.adapters().seeds], ignore_index=True)
+    return metrics.stack_seeds(make, config.adapters().seeds)
 
 
 def _adapters(split, source, **kw):

@@ -348,6 +348,16 @@ def aurc(confidence, correct) -> float:
 # --------------------------------------------------------------------------- seeds
 
 
+def stack_seeds(make: Callable[[int], pd.DataFrame], seeds) -> pd.DataFrame:
+    """make(seed) for every seed, stacked with a ``seed`` column: one frame holding a trained method's
+    result per seed (the inverse of `seed_frames`). Used by `adapters.seeded_results`,
+    `verbalized.seeded_results` and `comparison`."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds is empty; pass at least one seed")
+    return pd.concat([make(s).assign(seed=int(s)) for s in seeds], ignore_index=True)
+
+
 def seed_frames(df: pd.DataFrame) -> list[pd.DataFrame]:
     """A results frame split by its ``seed`` column (one frame per seed), or [df] when it has none.
 

@@ -188,6 +188,7 @@ def side_by_side(results: dict, n_bins: int = 5, strategy: str = "uniform", supt
         raise ValueError("results is empty; pass {name: (confidence, correct)} with at least one entry")
     k = len(results)
     fig, axes = plt.subplots(1, k, figsize=(max(3.4 * k, 5.0), 4.4), sharey=True, layout="constrained", squeeze=False)
+    fig.get_layout_engine().set(wspace=0.06)  # a gap, so one panel's "1.0" tick does not run into the next one's "0.0"
     for ax, (name, pair) in zip(axes[0], results.items()):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"results[{name!r}] must be a (confidence, correct) pair")
@@ -243,7 +244,8 @@ def _shade_phases(axes, steps, phases, label_ax=None) -> None:
             for ax in axes:
                 ax.axvspan(lo, hi, color="grey", alpha=alpha, lw=0)
             if label_ax is not None:
-                label_ax.text((lo + hi) / 2, 0.02, phases[start], ha="center", fontsize="small", color="dimgrey")
+                label_ax.text((lo + hi) / 2, 0.97, phases[start], ha="center", va="top", fontsize="small", color="dimgrey",
+                              transform=label_ax.get_xaxis_transform())  # x in steps, y in axes units: above the curves
         start = i
 
 
@@ -260,7 +262,7 @@ def learning_curves(log):
         ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=RANGE_COLORS[group], label=f"{group} operands")
     ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1), title="Accuracy on the monitor set")
     ax_acc.legend(fontsize="small")
-    _shade_phases((ax_loss, ax_acc), log["step"], log["phase"], label_ax=ax_acc)
+    _shade_phases((ax_loss, ax_acc), log["step"], log["phase"], label_ax=ax_loss)  # the loss panel's top is empty
     return fig
 
 

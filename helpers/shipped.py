@@ -269,17 +269,18 @@ def compare_rebuild(where: Path | None = None) -> list[str]:
 
 
 # What may differ between two builds of the same entry without changing a result: how long a step took,
-# and the absolute path of the cache that peft writes into an adapter's README.
+# and the path of the base checkpoint that peft writes into an adapter's README and adapter_config.json
+# (the cache's absolute path and the base entry's id, which is new in every build).
 TIMINGS = {"seconds", "read_seconds", "train_seconds", "own_seconds"}
-_CACHE_PATH = re.compile(r"[^\s:]*/(full|fast)/world/")  # an adapter's base model: <cache>/<mode>/world/...
+_CACHE_PATH = re.compile(r'[^\s:"]*/(full|fast)/[^/\s"]+/[^/\s"]+/[0-9a-f]{16}/')  # <cache>/<mode>/<name>/<params>/<id>/
 
 
 def same_content(file: str, a: bytes, b: bytes) -> bool:
     """Whether two versions of a cache file hold the same result, timings and cache paths aside."""
     if a == b:
         return True
-    if file.endswith(".md"):
-        return _CACHE_PATH.sub("<cache>/world/", a.decode()) == _CACHE_PATH.sub("<cache>/world/", b.decode())
+    if file.endswith((".md", ".json")):
+        return _CACHE_PATH.sub("<entry>/", a.decode()) == _CACHE_PATH.sub("<entry>/", b.decode())
     if file.endswith(".pkl"):
         return _same(pickle.loads(a), pickle.loads(b))
     return False

@@ -55,6 +55,17 @@ def test_seed_average_by_hand_and_bad_seeds():
         metrics.seed_frames(df.assign(seed=[0, None, 1, 1]))
 
 
+def test_stack_seeds_is_the_inverse_of_seed_frames():
+    make = lambda s: pd.DataFrame({"confidence": [0.1 * s, 0.1 * s + 0.05]})  # noqa: E731
+    stacked = metrics.stack_seeds(make, (2, 0, 1))
+    assert stacked["seed"].tolist() == [2, 2, 0, 0, 1, 1]
+    parts = metrics.seed_frames(stacked)  # sorted by seed
+    for s, part in zip((0, 1, 2), parts):
+        pd.testing.assert_frame_equal(part.reset_index(drop=True), make(s))
+    with pytest.raises(ValueError, match="seeds is empty"):
+        metrics.stack_seeds(make, ())
+
+
 def test_decide_averages_a_seeded_method_and_says_how_many_seeds():
     names, good, noise = world()
     rng = np.random.default_rng(3)

@@ -165,7 +165,12 @@ def test_a_rebuild_may_differ_in_timings_and_cache_paths_only():
     slow.attrs["read_seconds"], fast.attrs["read_seconds"] = 9.0, 1.0
     assert same_content("result.pkl", pickle.dumps({"seconds": 3.0, "r": slow}), pickle.dumps({"seconds": 1.0, "r": fast}))
     assert not same_content("result.pkl", pickle.dumps({"r": frame}), pickle.dumps({"r": frame * 2}))
-    readme = "base_model: /a/data/cache/full/world/default/abc/checkpoints/step-01300\n"
-    assert same_content("README.md", readme.encode(), readme.replace("/a/data/cache", "/b/data/scratch").encode())
-    assert not same_content("README.md", readme.encode(), readme.replace("abc", "abd").encode())
+    # peft writes the base checkpoint's path: another cache folder and another entry id are the same result
+    readme = "base_model: /a/data/cache/full/world/default/839b936a520bd957/checkpoints/step-01300\n"
+    moved = readme.replace("/a/data/cache", "/b/data/scratch").replace("839b936a520bd957", "2ab2e5c5ffcf8a16")
+    assert same_content("README.md", readme.encode(), moved.encode())
+    config_json = '{"base_model_name_or_path": "%s", "r": 16}' % readme.split(": ")[1].strip()
+    assert same_content("adapter_config.json", config_json.encode(), config_json.replace("/a/data/cache", "/tmp/x").encode())
+    assert not same_content("README.md", readme.encode(), readme.replace("step-01300", "step-01400").encode())
+    assert not same_content("adapter_config.json", config_json.encode(), config_json.replace('"r": 16', '"r": 8').encode())
     assert not same_content("adapter_model.safetensors", b"1", b"2")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import artifacts, config, lora, loop, sums
+from .. import artifacts, config, lora, loop, metrics, sums
 from ..artifacts import register
 from ..checkpoints import get_checkpoints, load_checkpoint
 from ..decoding import greedy, greedy_results
@@ -325,11 +325,8 @@ def seeded_results(split: str = "test", eval_checkpoints=None, source="oracle", 
 
     Metrics of such a frame average over its seeds and its bootstrap covers them (paper A.8.1;
     `metrics.seed_average`, `shared_bootstrap.over_seeds`). Used by `comparison` and notebooks 05, 06."""
-    seeds = config.adapters().seeds if seeds is None else seeds
-    if len(seeds) == 0:
-        raise ValueError("seeds is empty; pass at least one seed")
-    return pd.concat([adapter_results(split, eval_checkpoints, source, validate_seed(s), **kwargs).assign(seed=int(s))
-                      for s in seeds], ignore_index=True)
+    return metrics.stack_seeds(lambda s: adapter_results(split, eval_checkpoints, source, validate_seed(s), **kwargs),
+                               config.adapters().seeds if seeds is None else seeds)
 
 
 # ---------------------------------------------------------------------------- multi-answer ablation

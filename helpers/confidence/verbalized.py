@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import artifacts, config, decoding, lora, loop, sums
+from .. import artifacts, config, decoding, lora, loop, metrics, sums
 from ..artifacts import register
 from ..checkpoints import get_checkpoints, load_checkpoint
 from ..model import chat_prompt
@@ -285,8 +285,7 @@ def verbalized_results(split: str = "test", checkpoints=None, source: str = "ora
 def seeded_results(split: str = "test", checkpoints=None, source: str = "oracle") -> pd.DataFrame:
     """`verbalized_results` for every adapter seed (`config.adapters().seeds`), stacked with a ``seed``
     column: metrics average over seeds and the bootstrap covers them (paper A.8.1). Notebook 03."""
-    return pd.concat([verbalized_results(split, checkpoints, source, s).assign(seed=s) for s in config.adapters().seeds],
-                     ignore_index=True)
+    return metrics.stack_seeds(lambda s: verbalized_results(split, checkpoints, source, s), config.adapters().seeds)
 
 
 def unparsed_counts(df: pd.DataFrame) -> pd.DataFrame:
