@@ -248,6 +248,6 @@ def test_learning_curves_shade_every_large_and_uniform_stretch():
     spans = [p for p in acc_ax.patches if isinstance(p, Rectangle)]
     # two separate large stretches and one uniform stretch, shaded on both axes
     assert len(spans) == 3 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 3
-    assert sorted(t.get_text() for t in acc_ax.texts) == ["large", "large", "uniform"]  # the phase names
+    assert sorted(t.get_text() for t in loss_ax.texts) == ["large", "large", "uniform"]  # the phase names, above the loss curve
     assert [round(s.get_x()) for s in spans] == [100, 400, 500]  # each stretch starts one save before its first
     assert len(acc_ax.get_lines()) == 4
