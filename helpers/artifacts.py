@@ -64,6 +64,10 @@ def register(name: str, version: str = "1"):
     """
 
     def wrap(fn):
+        old = REGISTRY.get(name)  # the same function again (a re-import, a test fixture) may re-register
+        if old is not None and (old.build.__module__, old.build.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"artifact {name!r} is already built by {old.build.__module__}.{old.build.__qualname__}; "
+                             f"register {fn.__module__}.{fn.__qualname__} under another name")
         REGISTRY[name] = Artifact(name, fn, version, (fn.__doc__ or "").strip())
         return fn
 

@@ -213,7 +213,6 @@ def decided(claims) -> pd.DataFrame:
     return load_or_build("findings", claims=json.dumps([dataclasses.asdict(c) for c in claims], sort_keys=True))
 
 
-@register("gcm_test", version="1")
 def verbalized_frames() -> dict[str, pd.DataFrame]:
     """Notebook 03's readouts by name: every seed's oracle and moved (non-oracle) verbalized adapters read by
     their expected stated confidence, the oracle's token probability, and the focus checkpoint's answers whose

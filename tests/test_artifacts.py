@@ -141,6 +141,15 @@ def test_a_new_builder_version_rebuilds(toy):
     assert "version" in artifacts.why_invalid("_toy_base")
 
 
+def test_a_second_builder_under_a_registered_name_is_refused():
+    def verbalized_frames(folder):  # another function than the one registered as "gcm_test"
+        return None
+
+    with pytest.raises(ValueError, match="'gcm_test' is already built by helpers.comparison._build_gcm_test"):
+        artifacts.register("gcm_test")(verbalized_frames)
+    assert artifacts.REGISTRY["gcm_test"].build.__qualname__ == "_build_gcm_test"
+
+
 def test_failed_build_leaves_no_entry(tmp_cache):
     @artifacts.register("_test_failing")
     def _build(folder):
