@@ -39,4 +39,4 @@ LAYERS = [
 ]
 
 from . import comparison, decoding, rl, training  # noqa: E402,F401  (register their builders)
-from .confidence import verbalized  # noqa: E402,F401  (not imported by the modules above)
+from .confidence import feature_variance, verbalized  # noqa: E402,F401  (not imported by the modules above)

@@ -22,6 +22,7 @@ from nbclient import NotebookClient
 
 from . import artifacts, config, explorers, rl, shipped, twins
 from .comparison import TABLES, comparison
+from .confidence import feature_variance
 from .confidence import self_consistency as sc
 from .confidence import verbalized
 from .decoding import greedy_results
@@ -35,6 +36,8 @@ def stages() -> dict:
         # The results tables of notebooks 05 and 06; building them trains every adapter and baseline they use.
         for methods in TABLES.values():
             comparison(methods, reference="oracle adapter")
+        for source in feature_variance.SOURCES:  # notebook 06's B.7 analysis reads these adapters' features
+            feature_variance.feature_variance(source)
 
     config.set_threads()  # HELPERS_THREADS, or 2
     return {

@@ -18,6 +18,7 @@ Layer 7: imports metrics, stats, contrast and shared_bootstrap.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -203,6 +204,26 @@ def _mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
     """(seeds, 1 + replicates) -> (1 + replicates): column 0 (the data) is the mean over seeds; every
     replicate averages seeds drawn with replacement."""
     return np.concatenate([[values[:, 0].mean()], seed_resampled_mean(values[:, 1:], seed)])
+
+
+def variance_trend(correlations: pd.DataFrame, n: int | None = None, seed: int = 0) -> pd.DataFrame:
+    """The paper's B.7 test: per layer, the mean and median over questions of the per-question correlation
+    between checkpoint index and cross-seed feature variance (`confidence.feature_variance`). The claim is
+    a positive mean; one resample of the questions serves every layer. One row per layer: the mean, the
+    median, the 5th/95th percentiles of the resampled mean and the verdict ("higher" than 0)."""
+    if not isinstance(correlations, pd.DataFrame) or correlations.empty:
+        raise ValueError("correlations is empty; pass feature_variance.per_question_correlations(...)")
+    values = correlations.to_numpy(float)  # (questions, layers)
+    idx = stats.resample_indices(n=n, seed=seed, size=len(values))
+    with warnings.catch_warnings():  # NaN: a question whose variance never changes; an all-NaN resample stays NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        means = np.nanmean(values[idx], axis=1)  # (resamples, layers)
+    rows = []
+    for k, layer in enumerate(correlations.columns):
+        result, low, high = verdict(means[:, k], "higher")
+        rows.append({"layer": layer, "questions": int(np.isfinite(values[:, k]).sum()), "mean": float(np.nanmean(values[:, k])),
+                     "median": float(np.nanmedian(values[:, k])), "5%": low, "95%": high, "verdict": result})
+    return pd.DataFrame(rows).set_index("layer")
 
 
 def post_training_claims(finetuned: pd.DataFrame, rl: pd.DataFrame, n_bins: int = 5, n: int | None = None,

@@ -366,21 +366,28 @@ def build_all() -> None:
     verbalized_rephrasings()
 
 
-def build_costs() -> pd.DataFrame:
-    """Seconds each cached stage took when it was built, per checkpoint (builds what is missing).
+def build_costs(seeds=None) -> pd.DataFrame:
+    """Seconds each cached stage took when it was built, per checkpoint and adapter seed (builds what is missing).
 
-    sampling targets: the targets' build; LoRA training: the training loop alone; readouts: both
-    readouts on the test split (oracle, and for evaluation checkpoints also non-oracle).
+    sampling targets: the targets' build, shared by every seed (its ``seed`` is empty); LoRA training: the
+    training loop alone; readouts: the readout itself on the test split (oracle, and for evaluation
+    checkpoints also non-oracle), model loading excluded. `seeds` defaults to `config.adapters().seeds`.
     """
+    seeds = list(config.adapters().seeds if seeds is None else seeds)
     rows = []
     for name in adapter_checkpoints():
         targets(name)
-        rows.append({"checkpoint": name, "stage": "sampling targets",
+        rows.append({"checkpoint": name, "seed": pd.NA, "stage": "sampling targets",
                      "seconds": artifacts.built_seconds("verbalized_targets", checkpoint=name)})
-        rows.append({"checkpoint": name, "stage": "LoRA training", "seconds": adapter_info(name)["train_seconds"]})
-    for source in ("oracle", default_source()):
-        for name in get_checkpoints().evaluation:
-            df = artifacts.load_or_build("verbalized", checkpoint=name, split="test", adapter=_source_name(source, name))
-            rows.append({"checkpoint": name, "stage": "readouts (oracle)" if source == "oracle" else "readouts (non-oracle)",
-                         "seconds": df.attrs.get("read_seconds", np.nan)})
-    return pd.DataFrame(rows)
+    for seed in seeds:
+        for name in adapter_checkpoints():
+            rows.append({"checkpoint": name, "seed": seed, "stage": "LoRA training",
+                         "seconds": adapter_info(name, seed)["train_seconds"]})
+        for source in ("oracle", default_source()):
+            for name in get_checkpoints().evaluation:
+                df = artifacts.load_or_build("verbalized", checkpoint=name, split="test", adapter=_source_name(source, name),
+                                             **_seed_params(seed))
+                rows.append({"checkpoint": name, "seed": seed,
+                             "stage": "readouts (oracle)" if source == "oracle" else "readouts (non-oracle)",
+                             "seconds": df.attrs.get("read_seconds", np.nan)})
+    return pd.DataFrame(rows).astype({"seed": "Int64"})

@@ -1,0 +1,114 @@
+"""Cross-seed variance of the confidence adapters' features, layer by layer (paper B.7; notebook 06).
+
+The paper trains each checkpoint's adapter with several seeds and, for every question and layer, takes
+the variance across seeds of the adapter's hidden features (within the question, so that how hard the
+questions are does not enter); it then correlates that variance with the checkpoint index over the
+checkpoints, one correlation per question, and reports their mean and median per layer. Positive
+correlations mean later checkpoints leave more room for different confidence features.
+
+Here the features are the residual stream after each transformer block at the read-out position (the
+last token of the "Correct?" prompt, where P(`Y`) is read), for every test question with the evaluated
+checkpoint's own greedy answer. GPT-2 applies its final layer norm to the last block's output, so the
+last layer's features are normalized and the others are not; a correlation compares one layer across
+checkpoints, never two layers. The verdict on the per-question correlations is `findings.variance_trend`.
+
+Layer 6: imports config, sums, artifacts, checkpoints, decoding and the adapters.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.stats import rankdata
+
+from .. import config, sums
+from ..artifacts import register
+from ..checkpoints import get_checkpoints, load_per_checkpoint
+from ..decoding import greedy_results
+from . import adapters
+from .readout import encode_verification
+
+SOURCES = ("oracle", "multi")  # each checkpoint's own adapters, or the one adapter across the training checkpoints
+
+
+@torch.no_grad()
+def readout_features(model, tokenizer, questions: Sequence[str], answers: Sequence[str],
+                     batch_size: int | None = None) -> np.ndarray:
+    """The hidden state after every transformer block at the read-out position: (n_layer, N, n_embd)."""
+    questions, answers = list(questions), list(answers)
+    if not questions:
+        raise ValueError("questions is empty; pass at least one question with its answer")
+    batch_size = batch_size or config.adapters().score_batch_size
+    was_training = model.training
+    model.eval()
+    out = []
+    for start in range(0, len(questions), batch_size):
+        batch = encode_verification(tokenizer, questions[start:start + batch_size], answers[start:start + batch_size])
+        hidden = model(**batch, output_hidden_states=True).hidden_states  # n_layer + 1 of (B, T, n_embd); [0]: embeddings
+        out.append(torch.stack([h[:, -1] for h in hidden[1:]]).double())  # left padding: the last column is the read-out
+    model.train(was_training)
+    return torch.cat(out, dim=1).numpy()
+
+
+def seed_variance(features: np.ndarray) -> np.ndarray:
+    """(seeds, n_layer, N, n_embd) -> (n_layer, N): each question's variance across seeds (ddof 1), mean over features."""
+    features = np.asarray(features, dtype=float)
+    if features.ndim != 4 or features.shape[0] < 2:
+        raise ValueError(f"features must be (seeds, layers, questions, features) with at least 2 seeds, got {features.shape}")
+    return features.var(axis=0, ddof=1).mean(axis=-1)
+
+
+@register("feature_variance", version="1")
+def _build_feature_variance(folder: Path, checkpoint: str, source: str) -> pd.DataFrame:
+    """Per test question and layer, the variance across adapter seeds of one evaluation checkpoint's read-out features."""
+    config.set_threads()
+    answers = greedy_results("test", [checkpoint]).merge(sums.split("test")[["question_id", "question"]], on="question_id")
+    per_seed = []
+    for seed in config.adapters().seeds:
+        model, tokenizer = adapters.apply_adapter(adapters.train_adapter(_trained_on(source, checkpoint), seed), checkpoint)
+        per_seed.append(readout_features(model, tokenizer, answers["question"], answers["text"]))
+    variance = seed_variance(np.stack(per_seed))  # (n_layer, N)
+    return pd.DataFrame({"checkpoint": checkpoint, "question_id": np.tile(answers["question_id"].to_numpy(), len(variance)),
+                         "layer": np.repeat(np.arange(1, len(variance) + 1), variance.shape[1]),
+                         "variance": variance.ravel()})
+
+
+def _trained_on(source: str, checkpoint: str) -> str:
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}; use one of {SOURCES}")
+    return checkpoint if source == "oracle" else "+".join(get_checkpoints().training)
+
+
+def feature_variance(source: str = "oracle", eval_checkpoints=None) -> pd.DataFrame:
+    """Cross-seed feature variance per (checkpoint, question, layer), cached per checkpoint (notebook 06).
+
+    `source`: "oracle" (each checkpoint's own adapters) or "multi" (the multi-checkpoint adapters).
+    Columns: checkpoint, question_id, layer (1 = after the first block), variance."""
+    _trained_on(source, "")  # an unknown source fails before anything is built
+    if len(config.adapters().seeds) < 2:
+        raise ValueError("a variance across seeds needs at least two adapter seeds (config.adapters().seeds)")
+    return load_per_checkpoint("feature_variance", eval_checkpoints, default=get_checkpoints().evaluation, source=source)
+
+
+def per_question_correlations(variance: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:
+    """Spearman correlation, per question and layer, between the checkpoints' positions in `order` and the
+    question's cross-seed variance at those checkpoints. Rows: question_id; columns: layer."""
+    order = list(order)
+    if len(order) < 3:
+        raise ValueError(f"a rank correlation over checkpoints needs at least 3 of them, got {order}")
+    missing = sorted(set(order) - set(variance["checkpoint"]))
+    if missing:
+        raise ValueError(f"variance has no rows for checkpoints {missing}")
+    out = {}
+    for layer, part in variance.groupby("layer"):
+        grid = part.pivot(index="question_id", columns="checkpoint", values="variance")[order].dropna()
+        ranks = rankdata(grid.to_numpy(), axis=1)  # (questions, checkpoints), ties averaged
+        x = np.arange(len(order), dtype=float) - (len(order) - 1) / 2
+        rc = ranks - ranks.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a question whose variance never changes: no correlation
+            rho = (rc @ x) / np.sqrt((rc ** 2).sum(axis=1) * (x ** 2).sum())
+        out[int(layer)] = pd.Series(rho, index=grid.index)
+    return pd.DataFrame(out).rename_axis(columns="layer")
