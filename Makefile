@@ -28,8 +28,8 @@ data: $(STAMP)  ## unpack the shipped world (data/world/), then build whatever i
 	$(PY) -m helpers build
 
 world: $(STAMP)  ## rebuild every artifact from scratch in data/scratch/, then compare it with data/world/
-	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers build
-	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save  # builds what `build` left
+	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers build --jobs 2
+	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save --jobs 2  # builds what `build` left
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers verify-rebuild
 
 # Maintainers: build, run every notebook (saving outputs) and ship exactly the cache entries they read

@@ -12,16 +12,19 @@ The top layer: imports whatever the build stages need.
 from __future__ import annotations
 
 import argparse
+import importlib
+import multiprocessing
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
 
 from . import artifacts, config, explorers, rl, shipped, twins
-from .comparison import TABLES, comparison
+from .comparison import TABLES, comparison, method_results
 from .confidence import feature_variance
 from .confidence import self_consistency as sc
 from .confidence import verbalized
@@ -31,36 +34,66 @@ NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def stages() -> dict:
-    """The build stages, in order: name -> a function that builds (or loads) everything of that stage."""
-    def tables():
-        # The results tables of notebooks 05 and 06; building them trains every adapter and baseline they use.
-        for methods in TABLES.values():
-            comparison(methods, reference="oracle adapter")
-        for source in feature_variance.SOURCES:  # notebook 06's B.7 analysis reads these adapters' features
-            feature_variance.feature_variance(source)
-
+    """The build stages, in order: stage -> {task: function}. The tasks of one stage are independent of each
+    other (they may share what they read: the cache's locks make a second builder wait for the first)."""
     config.set_threads()  # HELPERS_THREADS, or 2
+    methods = list(dict.fromkeys(m for names in TABLES.values() for m in names))
     return {
-        "world": lambda: (artifacts.load_or_build("world"), artifacts.load_or_build("selection")),
-        "greedy": lambda: [greedy_results(split) for split in ("hundred", "test", "adapter_train", "transfer_test")],
-        "post_training": lambda: [artifacts.load_or_build("greedy", checkpoint=m, split=s)
-                                  for m in rl.POST_TRAINED for s in ("hundred", "test")],
-        "self_consistency": lambda: (sc.sc_results("test"), sc.sc_results("adapter_train"),
-                                     sc.sampled_sc_results("test"), sc.rephrasing_results()),
-        "verbalized": verbalized.build_all,
-        "adapters and baselines": tables,
+        "world": {"world": lambda: (artifacts.load_or_build("world"), artifacts.load_or_build("selection"))},
+        "greedy": {f"greedy {split}": (lambda split=split: greedy_results(split))
+                   for split in ("hundred", "test", "adapter_train", "transfer_test")},
+        "inference-time methods": {
+            "post-training": lambda: [artifacts.load_or_build("greedy", checkpoint=m, split=s)
+                                      for m in rl.POST_TRAINED for s in ("hundred", "test")],
+            "self-consistency test": lambda: sc.sc_results("test"),
+            "self-consistency adapter_train": lambda: sc.sc_results("adapter_train"),
+            "sampled self-consistency": lambda: sc.sampled_sc_results("test"),
+            "rephrasings": sc.rephrasing_results,
+            **{f"verbalized seed {seed}": (lambda seed=seed: verbalized.build_seed(seed)) for seed in config.adapters().seeds},
+            "verbalized rephrasings": verbalized.verbalized_rephrasings,
+        },
+        # Every method of the results tables of notebooks 05 and 06 (training every adapter and baseline they use),
+        # and the adapters' features that notebook 06's B.7 analysis reads.
+        "adapters and baselines": {**{f"method {name}": (lambda name=name: method_results(name)) for name in methods},
+                                   **{f"feature variance {source}": (lambda source=source: feature_variance.feature_variance(source))
+                                      for source in feature_variance.SOURCES}},
+        "tables": {f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
+                   for key, names in TABLES.items()},
     }
 
 
-def build_all(only: str | None = None) -> None:
-    """Build every artifact the notebooks load (or the stages up to and including `only`)."""
+def _for_workers(name: str):
+    """This module's function `name` as a spawned worker can import it (run as `python -m helpers`, this
+    module is `__main__`, which a worker cannot look a function up in)."""
+    return getattr(importlib.import_module(f"{__package__}.__main__"), name)
+
+
+def _run_task(stage: str, task: str) -> float:
+    """Run one task of `stages()` (in a worker process); returns its seconds."""
+    start = time.perf_counter()
+    stages()[stage][task]()
+    return time.perf_counter() - start
+
+
+def build_all(only: str | None = None, jobs: int = 1) -> None:
+    """Build every artifact the notebooks load (or the stages up to and including `only`), with `jobs`
+    worker processes for the tasks of a stage (each with the world's torch threads: the same numbers)."""
     todo = stages()
     if only is not None and only not in todo:
         raise ValueError(f"unknown stage {only!r}; choose one of {list(todo)}")
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
     start = time.perf_counter()
-    for name, fn in todo.items():
+    for name, tasks in todo.items():
         t = time.perf_counter()
-        fn()
+        if jobs == 1 or len(tasks) == 1:
+            for fn in tasks.values():
+                fn()
+        else:
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = {pool.submit(_for_workers("_run_task"), name, task): task for task in tasks}
+                for future in as_completed(futures):
+                    print(f"  {futures[future]}: {future.result():.0f} s", flush=True)
         print(f"stage {name}: {time.perf_counter() - t:.0f} s", flush=True)
         if name == only:
             break
@@ -122,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-save", action="store_true", help="execute notebooks without writing outputs back")
     parser.add_argument("--scratch", action="store_true", help="do not unpack the shipped world (HELPERS_SHIPPED=0)")
     parser.add_argument("--read-log", default=None, help="pack: ship only the entries this HELPERS_READ_LOG file lists")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="build: worker processes for the independent tasks of a stage; notebooks: notebooks at once")
     args = parser.parse_args(argv)
     if args.fast:
         os.environ["HELPERS_FAST"] = "1"
@@ -130,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         if os.environ.get("HELPERS_SHIPPED", "1") != "0" and not config.fast_mode() and shipped.read_index() is not None:
             print(f"shipped world: {shipped.install()}", flush=True)
-        build_all(args.only)
+        build_all(args.only, args.jobs)
     elif args.command == "pack":
         index = shipped.pack(read_log=None if args.read_log is None else Path(args.read_log))
         for name, info in sorted(index["archives"].items()):
@@ -143,6 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "twins":
         for path in twins.write_student_copies(NOTEBOOK_DIR, args.only or "*.ipynb"):
             print(f"rewrote {path.relative_to(NOTEBOOK_DIR.parent)}", flush=True)
+    elif args.jobs > 1:  # the later notebooks are the longer ones: start them first
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_for_workers("run_notebook"), path, not args.no_save): path
+                       for path in reversed(notebook_paths(args.only or "*.ipynb"))}
+            for future in as_completed(futures):
+                print(f"{futures[future].relative_to(NOTEBOOK_DIR)}: {future.result():.1f} s", flush=True)
     else:
         for path in notebook_paths(args.only or "*.ipynb"):
             seconds = run_notebook(path, inplace=not args.no_save)

@@ -12,7 +12,7 @@ from helpers.__main__ import build_all
 # Built by `python -m helpers build`; other registered names (tests' toys) are skipped.
 BUILT = ["world", "selection", "greedy", "post_training", "beams", "samples", "rephrasings", "verbalized_targets",
          "verbalized_adapter", "verbalized", "verbalized_rephrasings", "adapter", "adapter_results",
-         "multi_answer_adapter", "gcm_verifier", "gcm", "gcm_results", "comparison"]
+         "multi_answer_adapter", "gcm_verifier", "gcm", "gcm_results", "comparison", "feature_variance"]
 
 
 @pytest.fixture(scope="module")
@@ -119,3 +119,14 @@ def test_fewer_beams_really_rebuild_with_new_numbers(entries):
     assert three.groupby("question_id").size().eq(3).all()
     assert ten.groupby("question_id").size().eq(config.self_consistency().num_beams).all()
     assert artifacts.why_invalid("beams", checkpoint=name, split="test") is None  # the 10-beam entry is still there
+
+
+def test_a_parallel_build_reuses_the_entries_a_serial_build_made(entries, capsys):
+    """`helpers build --jobs 2`: the tasks of a stage run in two worker processes and find the serial build's entries."""
+    before = {m["id"] for m in artifacts.valid_entries()}
+    build_all("greedy", jobs=2)
+    printed = capsys.readouterr().out
+    assert all(f"greedy {split}" in printed for split in ("hundred", "test", "adapter_train", "transfer_test"))
+    assert {m["id"] for m in artifacts.valid_entries()} == before
+    with pytest.raises(ValueError, match="jobs"):
+        build_all(jobs=0)

@@ -353,17 +353,13 @@ def adapter_checkpoints() -> list[str]:
     return [default_source()] + list(get_checkpoints().evaluation)
 
 
-def build_all() -> None:
-    """Everything notebook 03 loads, stage by stage: targets, adapters, readouts (oracle and non-oracle
-    on the evaluation checkpoints), rephrasings."""
+def build_seed(seed: int) -> None:
+    """One adapter seed's adapters and both readouts, oracle and non-oracle (`python -m helpers build`; builds
+    the targets if missing). Everything notebook 03 loads is `build_seed` for every seed and `verbalized_rephrasings`."""
     for name in adapter_checkpoints():
-        targets(name)
-    for seed in config.adapters().seeds:
-        for name in adapter_checkpoints():
-            adapter_info(name, seed)
-        verbalized_results("test", source="oracle", seed=seed)
-        verbalized_results("test", source=default_source(), seed=seed)
-    verbalized_rephrasings()
+        adapter_info(name, seed)
+    verbalized_results("test", source="oracle", seed=seed)
+    verbalized_results("test", source=default_source(), seed=seed)
 
 
 def build_costs(seeds=None) -> pd.DataFrame:
