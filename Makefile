@@ -27,6 +27,9 @@ notebooks: data  ## execute the whole series in full mode, saving outputs
 data: $(STAMP)  ## unpack the shipped world (data/world/), then build whatever it lacks (full mode)
 	$(PY) -m helpers build
 
+# Two worker processes with the world's two torch threads each (the same numbers as one process); OpenMP
+# threads that sleep while they wait, or four busy threads on two cores slow everything down.
+world: export OMP_WAIT_POLICY = PASSIVE
 world: $(STAMP)  ## rebuild every artifact from scratch in data/scratch/, then compare it with data/world/
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers build --jobs 2
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save --jobs 2  # builds what `build` left

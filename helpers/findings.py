@@ -27,7 +27,7 @@ import pandas as pd
 from . import metrics, stats
 from .contrast import contrast_rows
 from .shared_bootstrap import (contrast_bootstrap_over_pairs, over_seeds, pair_values, question_weights,
-                               seed_resampled_mean)
+                               seed_resampled_mean, weighted_auc)
 
 DIRECTIONS = ("higher", "lower")
 CONTRAST_ONLY = ("auc_cb", "brier_cb", "delta_cb")  # class-balanced: the mean over improvements and regressions
@@ -198,6 +198,55 @@ def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.S
     return {"per_pair": pd.DataFrame(table).set_index("pair"), "slope": float(slopes[0]), "diffs": slopes[1:],
             "mean_headroom": float(y[:, 0].mean()), "mean_headroom_diffs": y[:, 1:].mean(axis=0),
             "5%": low, "95%": high, "verdict": result}
+
+
+def auc_claim(cells: dict, combine, direction: str, n: int | None = None, seed: int = 0) -> dict:
+    """A claim about test AUCs inside checkpoints (notebook 06: forward against backward transfer, random
+    labels), decided by the paired bootstrap. `cells` maps a key to one checkpoint's results frame (a trained
+    method's with a ``seed`` column); every cell scores the same questions, so one resample of the questions
+    (Poisson weights, `shared_bootstrap.question_weights`) serves every cell and the seeds are redrawn in
+    each replicate. `combine(aucs)` turns {key: AUC} into the claimed difference (it is called with arrays,
+    one value per replicate). Returns the difference, its 5th/95th percentiles over replicates, the number of
+    seeds and the verdict for `direction`. Weighting the questions of each class alike would not change an AUC,
+    so the resample needs no strata."""
+    if not cells:
+        raise ValueError("cells is empty; pass {key: results frame of one checkpoint}")
+    parts = {key: metrics.seed_frames(df) for key, df in cells.items()}
+    for key, frames in parts.items():
+        if frames[0]["checkpoint"].nunique() != 1:
+            raise ValueError(f"cell {key!r} holds several checkpoints; pass one checkpoint's answers per cell")
+    ids = np.unique(np.concatenate([f["question_id"].to_numpy() for frames in parts.values() for f in frames]))
+    w = np.vstack([np.ones((1, ids.size)), question_weights(ids, n, seed).to_numpy()])  # row 0: the data itself
+    aucs = {}
+    for key, frames in parts.items():
+        values = []
+        for f in frames:
+            pos = np.searchsorted(ids, f["question_id"].to_numpy())
+            values.append(weighted_auc(f["confidence"].to_numpy(float), f["correct"].to_numpy(float), w[:, pos]))
+        aucs[key] = _mean_over_seeds(np.array(values), seed)
+    diffs = np.asarray(combine(aucs), dtype=float)
+    result, low, high = verdict(diffs[1:], direction)
+    return {"difference": float(diffs[0]), "5%": low, "95%": high, "seeds": max(map(len, parts.values())),
+            "verdict": result}
+
+
+def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], n: int | None = None, seed: int = 0) -> dict:
+    """The paper's domain-transfer claim (§3.2, notebook 06): method a's contrast-AUC advantage over method b
+    shrinks out of domain. `inside` and `outside` are (frame a, frame b) on two question sets (e.g. sums and
+    subtraction), with contrast pairs of at least `min_sizes` (inside, outside) questions. Each set has its own
+    question resample (they share no question); both redraw the seeds alike (the same adapters). Returns the
+    advantages, their difference (outside − inside), its 5th/95th percentiles, the number of seeds and the
+    verdict for "lower"; raises ValueError where a set has no large enough pair."""
+    runs = []
+    for (a, b), size, s in ((inside, min_sizes[0], seed), (outside, min_sizes[1], seed + 1)):
+        def one(x, y, size=size, s=s):
+            return contrast_bootstrap_over_pairs("auc", x, y, pairs, size, n=n, seed=s)
+        runs.append(over_seeds(one, a, b, seed=seed))
+    diffs = np.asarray(runs[1]["diffs"], dtype=float) - np.asarray(runs[0]["diffs"], dtype=float)
+    result, low, high = verdict(diffs, "lower")
+    return {"inside": runs[0]["difference"], "outside": runs[1]["difference"],
+            "difference": runs[1]["difference"] - runs[0]["difference"], "5%": low, "95%": high,
+            "seeds": max(runs[0]["n_seeds"], runs[1]["n_seeds"]), "verdict": result}
 
 
 def _mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:

@@ -122,3 +122,42 @@ def test_post_training_claims_are_paired_over_questions():
     assert table.loc["RL lowers ECE (5 bins)", "difference"] == pytest.approx(expected_ece)
     with pytest.raises(ValueError, match="same questions"):
         findings.post_training_claims(ft, rl.iloc[:10])
+
+
+def test_auc_claim_decides_a_difference_of_aucs_inside_checkpoints():
+    """Notebook 06's transfer and random-label claims: cells are one checkpoint's answers each."""
+    from sklearn.metrics import roc_auc_score
+    names, good, noise = world()
+    one = lambda df, name: df[df["checkpoint"] == name]
+    cells = {"good": one(good, names[0]), "noise": one(noise, names[0]), "same": one(good, names[0]).copy()}
+
+    def run(a, b, direction):
+        return findings.auc_claim(cells, lambda aucs: aucs[a] - aucs[b], direction, n=300)
+
+    row = run("good", "noise", "higher")
+    want = (roc_auc_score(cells["good"]["correct"], cells["good"]["confidence"])
+            - roc_auc_score(cells["noise"]["correct"], cells["noise"]["confidence"]))
+    assert row["difference"] == pytest.approx(want) and row["verdict"] == "reproduced" and row["seeds"] == 1
+    assert run("good", "noise", "lower")["verdict"] == "contradicted"
+    same = run("good", "same", "higher")
+    assert same["difference"] == 0 and same["verdict"] == "inconclusive"
+    seeded = pd.concat([cells["good"].assign(seed=0), cells["noise"].assign(seed=1)])  # two "seeds" of one method
+    row = findings.auc_claim({"m": seeded, "noise": cells["noise"]}, lambda a: a["m"] - a["noise"], "higher", n=300)
+    assert row["seeds"] == 2 and row["difference"] == pytest.approx(want / 2)  # the mean over the seeds
+    with pytest.raises(ValueError, match="one checkpoint"):
+        findings.auc_claim({"all": good}, lambda a: a["all"], "higher")
+    with pytest.raises(ValueError, match="empty"):
+        findings.auc_claim({}, lambda a: 0, "higher")
+
+
+def test_gap_claim_decides_whether_an_advantage_shrinks_on_other_questions():
+    names, good, noise = world()
+    pairs = contrast.all_pairs(names)
+    _, good_out, noise_out = world(seed=5)  # other questions, another draw
+    shrinks = findings.gap_claim((good, noise), (good_out, good_out.copy()), pairs, (1, 1), n=300)
+    assert shrinks["inside"] > 0 and shrinks["outside"] == 0
+    assert shrinks["difference"] == pytest.approx(-shrinks["inside"]) and shrinks["verdict"] == "reproduced"
+    grows = findings.gap_claim((good, good.copy()), (good_out, noise_out), pairs, (1, 1), n=300)
+    assert grows["verdict"] == "contradicted"
+    with pytest.raises(ValueError):
+        findings.gap_claim((good, noise), (good_out, noise_out), pairs, (1, 10_000), n=50)
