@@ -29,28 +29,18 @@ from ..artifacts import register
 from ..checkpoints import get_checkpoints, load_per_checkpoint
 from ..decoding import greedy_results
 from . import adapters
-from .readout import encode_verification
+from .readout import over_prompts
 
 SOURCES = ("oracle", "multi")  # each checkpoint's own adapters, or the one adapter across the training checkpoints
 
 
-@torch.no_grad()
 def readout_features(model, tokenizer, questions: Sequence[str], answers: Sequence[str],
                      batch_size: int | None = None) -> np.ndarray:
     """The hidden state after every transformer block at the read-out position: (n_layer, N, n_embd)."""
-    questions, answers = list(questions), list(answers)
-    if not questions:
-        raise ValueError("questions is empty; pass at least one question with its answer")
-    batch_size = batch_size or config.adapters().score_batch_size
-    was_training = model.training
-    model.eval()
-    out = []
-    for start in range(0, len(questions), batch_size):
-        batch = encode_verification(tokenizer, questions[start:start + batch_size], answers[start:start + batch_size])
+    def read(batch):
         hidden = model(**batch, output_hidden_states=True).hidden_states  # n_layer + 1 of (B, T, n_embd); [0]: embeddings
-        out.append(torch.stack([h[:, -1] for h in hidden[1:]]).double())  # left padding: the last column is the read-out
-    model.train(was_training)
-    return torch.cat(out, dim=1).numpy()
+        return torch.stack([h[:, -1] for h in hidden[1:]]).double()  # left padding: the last column is the read-out
+    return torch.cat(over_prompts(model, tokenizer, questions, answers, read, batch_size), dim=1).numpy()
 
 
 def seed_variance(features: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ that division is gone (the measurement is in the notes of helpers.config.Adapter
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -69,23 +69,30 @@ def margin(model, batch: Mapping[str, torch.Tensor], tokenizer) -> torch.Tensor:
 
 
 @torch.no_grad()
-def adapter_confidence(model, tokenizer, questions: Sequence[str], answers: Sequence[str],
-                       batch_size: int | None = None) -> np.ndarray:
-    """P(Y) / (P(Y) + P(N)) after `Correct?` for each (question, answer text) pair (notebooks 05, 06).
+def over_prompts(model, tokenizer, questions: Sequence[str], answers: Sequence[str], read: Callable,
+                 batch_size: int | None = None) -> list:
+    """`read(batch)` for each batch of encoded verification prompts, in eval mode and without gradients.
 
-    `batch_size` defaults to `config.adapters().score_batch_size`.
-    """
+    `batch_size` defaults to `config.adapters().score_batch_size`. Used by `adapter_confidence` and
+    `feature_variance.readout_features`."""
     questions, answers = list(questions), list(answers)
     if not questions:
         raise ValueError("questions is empty; pass at least one question with its answer")
     batch_size = batch_size or config.adapters().score_batch_size
     was_training = model.training
     model.eval()
-    out = []
-    for start in range(0, len(questions), batch_size):
-        batch = encode_verification(tokenizer, questions[start:start + batch_size], answers[start:start + batch_size])
-        out.append(torch.sigmoid(margin(model, batch, tokenizer)).double())
-    model.train(was_training)
+    try:
+        return [read(encode_verification(tokenizer, questions[i:i + batch_size], answers[i:i + batch_size]))
+                for i in range(0, len(questions), batch_size)]
+    finally:
+        model.train(was_training)
+
+
+def adapter_confidence(model, tokenizer, questions: Sequence[str], answers: Sequence[str],
+                       batch_size: int | None = None) -> np.ndarray:
+    """P(Y) / (P(Y) + P(N)) after `Correct?` for each (question, answer text) pair (notebooks 05, 06)."""
+    out = over_prompts(model, tokenizer, questions, answers,
+                       lambda batch: torch.sigmoid(margin(model, batch, tokenizer)).double(), batch_size)
     return torch.cat(out).numpy()
 
 
