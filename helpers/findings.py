@@ -180,7 +180,7 @@ def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.S
     missing = np.setdiff1d(ids, known.index)
     if missing.size:
         raise ValueError(f"verifier_correct lacks {missing.size} contrast questions (e.g. {missing[0]}); score the split")
-    w = pd.concat([pd.DataFrame(np.ones((1, ids.size)), columns=ids), question_weights(ids, n, seed)], ignore_index=True)
+    w = _with_data_row(ids, n, seed)
     heads, shares, table = [], [], []
     for ckpt_i, ckpt_j, rows in used:
         auc = {k: _mean_over_seeds(np.array([pair_values("auc", r, ckpt_j, w) for r in v]), seed) for k, v in rows.items()}
@@ -216,7 +216,7 @@ def auc_claim(cells: dict, combine, direction: str, n: int | None = None, seed: 
         if frames[0]["checkpoint"].nunique() != 1:
             raise ValueError(f"cell {key!r} holds several checkpoints; pass one checkpoint's answers per cell")
     ids = np.unique(np.concatenate([f["question_id"].to_numpy() for frames in parts.values() for f in frames]))
-    w = np.vstack([np.ones((1, ids.size)), question_weights(ids, n, seed).to_numpy()])  # row 0: the data itself
+    w = _with_data_row(ids, n, seed).to_numpy()
     aucs = {}
     for key, frames in parts.items():
         values = []
@@ -247,6 +247,12 @@ def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], 
     return {"inside": runs[0]["difference"], "outside": runs[1]["difference"],
             "difference": runs[1]["difference"] - runs[0]["difference"], "5%": low, "95%": high,
             "seeds": max(runs[0]["n_seeds"], runs[1]["n_seeds"]), "verdict": result}
+
+
+def _with_data_row(ids, n: int | None, seed: int) -> pd.DataFrame:
+    """(1 + replicates, questions) weights, one column per question id: row 0 all ones (the data itself),
+    then `shared_bootstrap.question_weights`."""
+    return pd.concat([pd.DataFrame(np.ones((1, len(ids))), columns=ids), question_weights(ids, n, seed)], ignore_index=True)
 
 
 def _mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:

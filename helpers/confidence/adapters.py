@@ -269,8 +269,9 @@ def apply_adapter(adapter, target_checkpoint: str):
 SOURCES = ("oracle", "multi", "<checkpoint>", "<checkpoint>+<checkpoint>...")
 
 
-def _source_checkpoints(source, evaluated: str) -> str:
-    """The adapter's checkpoints ("a+b") for a source spec and one evaluated checkpoint."""
+def source_checkpoints(source, evaluated: str) -> str:
+    """The adapter's checkpoints ("a+b") for a source spec and one evaluated checkpoint (also used by
+    `feature_variance`)."""
     ck = get_checkpoints()
     if isinstance(source, str) and source == "oracle":
         return evaluated
@@ -308,11 +309,11 @@ def adapter_results(split: str = "test", eval_checkpoints=None, source="oracle",
     ck = get_checkpoints()
     names = ck.validate(eval_checkpoints, default=ck.evaluation)
     sums.split(split)  # an unknown split fails here, before anything is trained
-    if surrogate and (source in ("oracle", "multi") or len(_source_checkpoints(source, names[0]).split("+")) > 1):
+    if surrogate and (source in ("oracle", "multi") or len(source_checkpoints(source, names[0]).split("+")) > 1):
         raise ValueError("surrogate=True needs a single training checkpoint as source, e.g. source='step-01800'")
     frames = []
     for name in names:  # the adapter's parameters depend on the evaluated checkpoint (oracle)
-        params = _adapter_params(_source_checkpoints(source, name), seed, n_examples, random_labels)
+        params = _adapter_params(source_checkpoints(source, name), seed, n_examples, random_labels)
         params = {"checkpoint": name, "split": split, "source": params.pop("checkpoints"), **params}
         if surrogate:
             params["surrogate"] = True

@@ -58,7 +58,8 @@ def _build_feature_variance(folder: Path, checkpoint: str, source: str) -> pd.Da
     answers = greedy_results("test", [checkpoint]).merge(sums.split("test")[["question_id", "question"]], on="question_id")
     per_seed = []
     for seed in config.adapters().seeds:
-        model, tokenizer = adapters.apply_adapter(adapters.train_adapter(_trained_on(source, checkpoint), seed), checkpoint)
+        adapter = adapters.train_adapter(adapters.source_checkpoints(_check_source(source), checkpoint), seed)
+        model, tokenizer = adapters.apply_adapter(adapter, checkpoint)
         per_seed.append(readout_features(model, tokenizer, answers["question"], answers["text"]))
     variance = seed_variance(np.stack(per_seed))  # (n_layer, N)
     return pd.DataFrame({"checkpoint": checkpoint, "question_id": np.tile(answers["question_id"].to_numpy(), len(variance)),
@@ -66,10 +67,10 @@ def _build_feature_variance(folder: Path, checkpoint: str, source: str) -> pd.Da
                          "variance": variance.ravel()})
 
 
-def _trained_on(source: str, checkpoint: str) -> str:
+def _check_source(source: str) -> str:
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}; use one of {SOURCES}")
-    return checkpoint if source == "oracle" else "+".join(get_checkpoints().training)
+    return source
 
 
 def feature_variance(source: str = "oracle", eval_checkpoints=None) -> pd.DataFrame:
@@ -77,7 +78,7 @@ def feature_variance(source: str = "oracle", eval_checkpoints=None) -> pd.DataFr
 
     `source`: "oracle" (each checkpoint's own adapters) or "multi" (the multi-checkpoint adapters).
     Columns: checkpoint, question_id, layer (1 = after the first block), variance."""
-    _trained_on(source, "")  # an unknown source fails before anything is built
+    _check_source(source)  # an unknown source fails before anything is built
     if len(config.adapters().seeds) < 2:
         raise ValueError("a variance across seeds needs at least two adapter seeds (config.adapters().seeds)")
     return load_per_checkpoint("feature_variance", eval_checkpoints, default=get_checkpoints().evaluation, source=source)
