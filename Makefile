@@ -37,12 +37,14 @@ world: $(STAMP)  ## rebuild every artifact from scratch in data/scratch/, then c
 
 # Maintainers: build, run every notebook (saving outputs) and ship exactly the cache entries they read
 # (HELPERS_READ_LOG lists them; `shipped.read_entries` adds what those were built from).
+# Two workers, as in `make world` (the same numbers as one process).
+pack: export OMP_WAIT_POLICY = PASSIVE
 pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write data/world/
 	rm -f data/read.log
-	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers build
-	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers notebooks
+	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers build --jobs 2
+	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers notebooks --jobs 2
 	$(PY) -m helpers pack --read-log data/read.log
-	$(PY) -m helpers notebooks  # again: the setup cells print how many shipped entries the new archives hold
+	$(PY) -m helpers notebooks --jobs 2  # again: the setup cells print how many shipped entries the new archives hold
 
 lab: $(STAMP)  ## open the notebooks in JupyterLab
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH)

@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 
 from . import artifacts, config, explorers, rl, shipped, twins
 from .comparison import TABLES, comparison, method_results
-from .confidence import feature_variance
+from .confidence import adapters, feature_variance
 from .confidence import self_consistency as sc
 from .confidence import verbalized
 from .decoding import greedy_results
@@ -53,8 +53,10 @@ def stages() -> dict:
             "verbalized rephrasings": verbalized.verbalized_rephrasings,
         },
         # Every method of the results tables of notebooks 05 and 06 (training every adapter and baseline they use),
-        # and the adapters' features that notebook 06's B.7 analysis reads.
+        # notebook 06's own adapters (transfer matrix, random labels, domain transfer, exercise 1), and the
+        # adapters' features that its B.7 analysis reads.
         "adapters and baselines": {**{f"method {name}": (lambda name=name: method_results(name)) for name in methods},
+                                   **adapters.notebook06_results(),
                                    **{f"feature variance {source}": (lambda source=source: feature_variance.feature_variance(source))
                                       for source in feature_variance.SOURCES}},
         "tables": {f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))

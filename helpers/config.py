@@ -98,8 +98,8 @@ class World:
     phases: tuple = ((0.0, "small"), (0.15, "large"), (0.3, "small"), (0.42, "large"), (0.54, "small"), (0.64, "large"),
                      (0.74, "small"), (0.82, "uniform"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
-    # Share of subtraction in the stream, per phase: learned mostly in small phases, partly forgotten in large ones.
-    transfer_shares: tuple = (("small", 0.25), ("large", 0.05), ("uniform", 0.2))
+    # Share of subtraction (uniform operands) per phase: more in small phases, less in large ones (world_sweep.py).
+    transfer_shares: tuple = (("small", 0.4), ("large", 0.15), ("uniform", 0.3))
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
     answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears

@@ -267,20 +267,21 @@ def learning_curves(log):
 
 
 def mixture(frame, windows=None):
-    """The training stream along the run: operand ranges stacked, subtraction and verification shares as
-    lines, and the steps of each window of selected checkpoints marked. Used in notebook 00.
+    """The training stream along the run: the sums' operand ranges stacked (shares of the sums), the shares
+    of subtraction and verification in the whole stream as lines, and the steps of each window of selected
+    checkpoints marked. Used in notebook 00.
 
     `frame` is `helpers.sums.mixture()`; `windows` maps a name to step numbers. Returns the Figure.
     """
     fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
     groups = ["small", "mixed", "large"]
     ax.stackplot(frame["step"], *[frame[g] for g in groups], colors=[RANGE_COLORS[g] for g in groups],
-                 alpha=0.35, labels=[f"{g} operands" for g in groups], step="post")
+                 alpha=0.35, labels=[f"sums, {g} operands" for g in groups], step="post")
     ax.step(frame["step"], frame["subtraction"], where="post", color=RANGE_COLORS["subtraction"], label="subtraction")
     ax.step(frame["step"], frame["verification"], where="post", color="black", ls=":", label="verification (Yes/No)")
     for (name, steps), color in zip((windows or {}).items(), ["#9467bd", "#d62728"]):
         ax.plot(steps, np.full(len(steps), 1.03), "v", color=color, clip_on=False, label=f"{name} checkpoints")
-    ax.set(xlabel="step", ylabel="share of the training stream", ylim=(0, 1), xlim=(0, frame["step"].max() + frame["step"].diff().median()),
+    ax.set(xlabel="step", ylabel="share", ylim=(0, 1), xlim=(0, frame["step"].max() + frame["step"].diff().median()),
            title="What the model trains on, step by step")
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig

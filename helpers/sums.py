@@ -250,9 +250,13 @@ def _draw_stream(rng: np.random.Generator, m: int, phase: str, held_out: np.ndar
     form, whether it is a verification conversation and which answer it shows; `keep` is False for
     held-out questions (the caller redraws them)."""
     w = config.world()
-    a, b = _operands(rng, m, phase)
+    a, b = _operands(rng, m, phase)  # sums: mostly the phase's operand range
     is_sub = rng.random(m) < dict(w.transfer_shares)[phase]
-    a, b = np.where(is_sub, np.maximum(a, b), a), np.where(is_sub, np.minimum(a, b), b)
+    # Subtraction: uniform operands in every phase (the transfer test is uniform; drawn from the phase's range,
+    # half of it, one operand small and one large, was never trained and stayed near 0% right).
+    top = max_operand() + 1
+    sub_a, sub_b = rng.integers(0, top, size=(2, m))
+    a, b = np.where(is_sub, np.maximum(sub_a, sub_b), a), np.where(is_sub, np.minimum(sub_a, sub_b), b)
     ids = np.where(is_sub, question_id("sub", a, b), question_id("sum", a, b))
     right = np.where(is_sub, a - b, a + b)
     draws = pd.DataFrame({
@@ -292,16 +296,18 @@ def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.nd
 def mixture(total_steps: int | None = None, every: int = 50, n: int = 1000, seed: int = 0) -> pd.DataFrame:
     """What the training stream holds along the run, measured by drawing it every `every` steps.
 
-    One row per drawn step: step, phase, and the shares of draws whose operands are small, mixed or
-    large (`operand_range`), that are subtraction, and that are verification conversations (notebook
-    00's mixture figure). `total_steps` defaults to `config.world().train_steps`.
+    One row per drawn step: step, phase, the shares of the sums whose operands are small, mixed or large
+    (`operand_range`; subtraction's operands are uniform in every phase), and the shares of draws that are
+    subtraction and that are verification conversations (notebook 00's mixture figure). `total_steps`
+    defaults to `config.world().train_steps`.
     """
     total_steps = config.world().train_steps if total_steps is None else total_steps
     rng, rows = np.random.default_rng(seed), []
     for step in range(0, total_steps, every):
         phase = phase_at(step, total_steps)
         draws = _draw_stream(rng, n, phase, np.array([], dtype=int))
-        ranges = operand_range(draws["a"], draws["b"])
+        sums_only = draws[~draws["sub"]]
+        ranges = operand_range(sums_only["a"], sums_only["b"])
         rows.append({"step": step, "phase": phase, **{r: float((ranges == r).mean()) for r in RANGES},
                      "subtraction": float(draws["sub"].mean()), "verification": float(draws["verify"].mean())})
     return pd.DataFrame(rows)

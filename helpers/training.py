@@ -243,7 +243,7 @@ def monitor_flips(correct: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], (correct[1:] != correct[:-1]).sum(axis=1)])
 
 
-@register("world", version="2")
+@register("world", version="3")
 def _build_world(folder: Path) -> dict:
     """Train the model and save every checkpoint (the `selection` artifact picks the ones used)."""
     return {"log": train_run(folder)}
