@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -337,7 +337,7 @@ def transfer_grid() -> list[str]:
     return list(dict.fromkeys([ck.training[-1], ck.evaluation[0], ck.evaluation[len(ck.evaluation) // 2], ck.evaluation[-1]]))
 
 
-def notebook06_results() -> dict[str, callable]:
+def notebook06_results() -> dict[str, Callable[[], object]]:
     """What notebook 06 reads beyond the results tables, as independent build tasks (`python -m helpers build`):
     the transfer matrix (one task per trained checkpoint), random labels, domain transfer and exercise 1.
     The checkpoints are looked up when a task runs, after the world stage."""
