@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml requirements.lock
 # threads that sleep rather than spin while they wait: two busy-waiting workers on two cores slowed a
 # 20-second test to seven minutes.
 test: $(STAMP)  ## unit tests, every notebook in fast mode, the shipped world's outputs (two workers)
-	HELPERS_FAST=1 HELPERS_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2
+	HELPERS_FAST=1 HELPERS_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist worksteal
 
 notebooks: data  ## execute the whole series in full mode, saving outputs
 	$(PY) -m helpers notebooks

@@ -24,7 +24,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from . import artifacts, config, explorers, rl, shipped, twins
-from .comparison import TABLES, comparison, method_results
+from .comparison import TABLES, comparison, domain_claim, method_results
 from .confidence import adapters, feature_variance
 from .confidence import self_consistency as sc
 from .confidence import verbalized
@@ -59,8 +59,9 @@ def stages() -> dict:
                                    **adapters.notebook06_results(),
                                    **{f"feature variance {source}": (lambda source=source: feature_variance.feature_variance(source))
                                       for source in feature_variance.SOURCES}},
-        "tables": {f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
-                   for key, names in TABLES.items()},
+        "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
+                      for key, names in TABLES.items()},
+                   "domain transfer claim": domain_claim},
     }
 
 

@@ -258,6 +258,29 @@ def gcm_test() -> dict:
     return load_or_build("gcm_test")
 
 
+@register("domain_claim", version="1")
+def _build_domain_claim(folder) -> dict:
+    """Notebook 06's domain-transfer claim (`findings.gap_claim`), or why this world cannot test it."""
+    ck = _ck()
+    frames = [tuple(adapters.seeded_results(split, ck.evaluation, source=source) for source in ("oracle", ck.training[-1]))
+              for split in ("test", "transfer_test")]
+    try:
+        return findings.gap_claim(*frames, contrast.all_pairs(ck.evaluation),
+                                  (config.contrast().min_size, config.contrast().min_size_transfer))
+    except ValueError as err:  # no pair of this world is large enough on one of the two sets
+        return {"error": str(err)}
+
+
+def domain_claim() -> dict:
+    """The cached test of "the oracle adapter's contrast-AUC advantage over the non-oracle adapter shrinks out of
+    domain" (paper §3.2; notebook 06): sums against subtraction, each its own question resample, the seeds
+    redrawn alike. Raises ValueError where a set has no large enough pair of evaluation checkpoints."""
+    out = load_or_build("domain_claim")
+    if "error" in out:
+        raise ValueError(out["error"])
+    return out
+
+
 def marked(table: dict, digits: int = 3) -> pd.DataFrame:
     """The values as text, with † where the bootstrap cannot tell the cell from the reference (paper A.8.2)."""
     values, same = table["values"], table["indistinguishable"]

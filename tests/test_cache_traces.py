@@ -123,10 +123,13 @@ def test_fewer_beams_really_rebuild_with_new_numbers(entries):
 
 def test_a_parallel_build_reuses_the_entries_a_serial_build_made(entries, capsys):
     """`helpers build --jobs 2`: the tasks of a stage run in two worker processes and find the serial build's entries."""
-    before = {m["id"] for m in artifacts.valid_entries()}
+    def built() -> set:  # the stages up to greedy only: the other test worker may build later entries meanwhile
+        return {m["id"] for m in artifacts.valid_entries() if m["name"] in ("world", "selection", "greedy")}
+
+    before = built()
     build_all("greedy", jobs=2)
     printed = capsys.readouterr().out
     assert all(f"greedy {split}" in printed for split in ("hundred", "test", "adapter_train", "transfer_test"))
-    assert {m["id"] for m in artifacts.valid_entries()} == before
+    assert before and built() == before
     with pytest.raises(ValueError, match="jobs"):
         build_all(jobs=0)

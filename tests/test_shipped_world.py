@@ -1,8 +1,8 @@
 """Rebuilds reproduce the shipped world: the first steps of the training run, retrained here, match the
 shipped run's log and weights.
 
-The full run takes about ten minutes; its first 200 steps (same schedule, `train_run(stop_after=200)`)
-take about a minute with the series' two torch threads. On a machine of the kind that built the world,
+The full run takes about ten minutes; its first 100 steps (same schedule, `train_run(stop_after=100)`)
+take about half a minute with the series' two torch threads. On a machine of the kind that built the world,
 with the pinned packages, they are the same floats; the tolerance (losses to 1e-5, weights to 1e-4)
 only absorbs summation order on another CPU, where a complete rebuild may still drift further
 (README, "What may differ on another machine").
@@ -17,7 +17,7 @@ import pytest
 
 from helpers import shipped
 
-STEPS = 200
+STEPS = 100
 
 
 def _shipped_world():
