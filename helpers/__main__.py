@@ -24,7 +24,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from . import artifacts, config, explorers, rl, shipped, twins
-from .comparison import TABLES, comparison, domain_claim, method_results
+from .comparison import TABLES, comparison, domain_claim, method_results, sc_differences
 from .confidence import adapters, feature_variance
 from .confidence import self_consistency as sc
 from .confidence import verbalized
@@ -61,7 +61,7 @@ def stages() -> dict:
                                       for source in feature_variance.SOURCES}},
         "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
                       for key, names in TABLES.items()},
-                   "domain transfer claim": domain_claim},
+                   "domain transfer claim": domain_claim, "notebook 04 bootstrap": sc_differences},
     }
 
 

@@ -258,6 +258,41 @@ def gcm_test() -> dict:
     return load_or_build("gcm_test")
 
 
+def notebook04_methods() -> dict[str, pd.DataFrame]:
+    """Notebook 04's five methods on the evaluation checkpoints' test answers; "copy" gives both checkpoints of
+    a pair what the last training checkpoint's token probability said about its own answer."""
+    ck, src = _ck(), _ck().training[-1]
+    return {"token probability": _greedy(), "self-consistency": _sc(),
+            "verbalized": verbalized.verbalized_results("test", ck.evaluation, source="oracle"),
+            "difficulty-only": baselines.difficulty_results("test", ck.evaluation),
+            "copy": contrast.copy_confidences(greedy_results("test", [src, *ck.evaluation]), src, ck.evaluation)}
+
+
+@register("sc_differences", version="1")
+def _build_sc_differences(folder) -> pd.DataFrame:
+    """Notebook 04 §7: self-consistency's AUC minus each other method's, full set and per neighbouring pair."""
+    ck, methods = _ck(), notebook04_methods()
+    rows = []
+    for name, df in methods.items():
+        if name == "self-consistency":
+            continue
+        full = stats.full_set_bootstrap("auc", methods["self-consistency"], df, ck.evaluation, seed=0)
+        per_pair = [stats.contrast_bootstrap("auc", methods["self-consistency"], df, i, j, seed=0)
+                    for i, j in contrast.consecutive_pairs(ck.evaluation)]
+        rows.append({"method": name, "full-set AUC: SC − method": full["difference"],
+                     "interval excludes 0": not full["contains_zero"],
+                     "contrast AUC: SC − method (mean over pairs)": np.mean([r["difference"] for r in per_pair]),
+                     "pairs where the interval excludes 0": f"{sum(not r['contains_zero'] for r in per_pair)} of {len(per_pair)}"})
+    return pd.DataFrame(rows).set_index("method")
+
+
+def sc_differences() -> pd.DataFrame:
+    """The cached table of notebook 04 §7: for each method of `notebook04_methods`, self-consistency's AUC minus
+    its own on the full set and averaged over neighbouring pairs, with the paired bootstrap's verdicts
+    (`config.bootstrap().n_resamples` resamples)."""
+    return load_or_build("sc_differences")
+
+
 @register("domain_claim", version="1")
 def _build_domain_claim(folder) -> dict:
     """Notebook 06's domain-transfer claim (`findings.gap_claim`), or why this world cannot test it."""
