@@ -12,7 +12,8 @@ from helpers.__main__ import build_all
 # Built by `python -m helpers build`; other registered names (tests' toys) are skipped.
 BUILT = ["world", "selection", "greedy", "post_training", "beams", "samples", "rephrasings", "verbalized_targets",
          "verbalized_adapter", "verbalized", "verbalized_rephrasings", "adapter", "adapter_results",
-         "multi_answer_adapter", "gcm_verifier", "gcm", "gcm_results", "comparison", "feature_variance"]
+         "multi_answer_adapter", "gcm_verifier", "gcm", "gcm_results", "comparison", "feature_variance", "domain_claim",
+         "sc_differences"]
 
 
 @pytest.fixture(scope="module")
