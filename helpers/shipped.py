@@ -108,7 +108,11 @@ def install(where: Path | None = None) -> dict:
         present += len(info["entries"]) - len(todo)
         if not todo:
             continue
-        with tarfile.open(where / name, "r:xz") as tar:
+        # Decompressed once, into memory (the largest archive is a few tens of MB): extracting entry by
+        # entry from an xz stream seeks backwards, and each such seek decompresses from the start again.
+        with lzma.open(where / name) as packed:
+            data = io.BytesIO(packed.read())
+        with tarfile.open(fileobj=data, mode="r:") as tar:
             members = tar.getmembers()
             for entry in sorted(todo):
                 _unpack_entry(tar, members, entry, root / entry)

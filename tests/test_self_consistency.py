@@ -94,6 +94,28 @@ def test_agreement():
     assert sc.agreement([None, None]) == 0.0
 
 
+def test_consistency_table_matches_agreement_question_by_question():
+    """The per-group count equals `agreement` on each question's answers (None and ties included)."""
+    rng = np.random.default_rng(3)
+    rows = [{"checkpoint": f"step-{c}", "question_id": q, "template": t,
+             "answer": None if rng.random() < 0.2 else int(rng.integers(0, 3)), "correct": bool(rng.random() < 0.5),
+             "confidence": float(rng.random())}
+            for c in (2, 1) for q in rng.permutation(40) for t in range(int(rng.integers(2, 6)))]
+    rephrased = pd.DataFrame(rows).astype({"answer": "Int64"})
+    table = sc.consistency_table(rephrased)
+    for (ckpt, qid), group in rephrased.groupby(["checkpoint", "question_id"], sort=False):
+        row = table[(table["checkpoint"] == ckpt) & (table["question_id"] == qid)].iloc[0]
+        canonical = group[group["template"] == 0].iloc[0]
+        assert row["agreement"] == sc.agreement(list(group["answer"]))
+        assert (row["correct"], row["confidence"]) == (canonical["correct"], canonical["confidence"])
+        assert row["n_correct_phrasings"] == group["correct"].sum()
+    assert list(table["checkpoint"].unique()) == ["step-2", "step-1"]  # in the order the frame has them
+    with pytest.raises(ValueError, match="canonical phrasing"):
+        sc.consistency_table(rephrased.assign(template=rephrased["template"] + 1))
+    with pytest.raises(ValueError, match="two phrasings"):
+        sc.consistency_table(rephrased[rephrased["template"] == 0])
+
+
 def test_isotonic_fixes_calibration_without_raising_auc():
     rng = np.random.default_rng(0)
     conf = rng.random(4000)

@@ -169,14 +169,27 @@ def agreement(answers) -> float:
 
 
 def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
-    """Per (checkpoint, question): agreement across phrasings, canonical correctness and confidence."""
-    rows = []
-    for (ckpt, qid), group in rephrased.groupby(["checkpoint", "question_id"], sort=False):
-        canonical = group[group["template"] == 0].iloc[0]
-        rows.append({"checkpoint": ckpt, "question_id": qid, "agreement": agreement(group["answer"]),
-                     "correct": bool(canonical["correct"]), "confidence": float(canonical["confidence"]),
-                     "n_correct_phrasings": int(group["correct"].sum())})
-    return pd.DataFrame(rows)
+    """Per (checkpoint, question): agreement across phrasings, canonical correctness and confidence.
+
+    `agreement` is `agreement` of the question's answers, counted per group instead of pair by pair (a
+    Python loop over 12,000 questions took 14 s of notebook 02): of the n(n-1)/2 pairs of phrasings,
+    those that state the same parsed answer.
+    """
+    keys = ["checkpoint", "question_id"]
+    n = rephrased.groupby(keys, sort=False).size()
+    if (n < 2).any():
+        raise ValueError("agreement needs the answers to at least two phrasings")
+    same = rephrased.dropna(subset=["answer"]).groupby(keys + ["answer"], sort=False).size()
+    agreeing = (same * (same - 1) // 2).groupby(level=keys, sort=False).sum().reindex(n.index, fill_value=0)
+    canonical = rephrased[rephrased["template"] == 0].drop_duplicates(keys).set_index(keys).reindex(n.index)
+    if canonical["correct"].isna().any():
+        raise ValueError("every question needs its answer to the canonical phrasing (template 0)")
+    correct = rephrased.groupby(keys, sort=False)["correct"].sum().reindex(n.index)
+    return pd.DataFrame({"checkpoint": n.index.get_level_values(0), "question_id": n.index.get_level_values(1),
+                         "agreement": (agreeing / (n * (n - 1) // 2)).to_numpy(dtype=float),
+                         "correct": canonical["correct"].astype(bool).to_numpy(),
+                         "confidence": canonical["confidence"].astype(float).to_numpy(),
+                         "n_correct_phrasings": correct.astype(int).to_numpy()})
 
 
 def surrogate_sc(scorer: str, answers: pd.DataFrame, split: str = "test") -> pd.DataFrame:
