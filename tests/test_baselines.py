@@ -94,3 +94,18 @@ def test_gcm_verifier_is_its_own_model_trained_on_training_histories(ck):
 def test_bad_inputs_raise_value_errors(ck, call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_feature_baselines_on_checkpoints_that_know_no_sum_warn_and_give_a_constant(ck, monkeypatch):
+    """A world whose training checkpoints answer nothing right (seen in a fast-mode sweep run) gets a baseline
+    that says so and predicts 0 for every question, instead of a crash in notebooks 00, 04 and 05."""
+    labelled = B._labelled
+    monkeypatch.setattr(B, "_labelled", lambda split, names: labelled(split, names).assign(correct=False))
+    for use_index in (True, False):
+        with pytest.warns(UserWarning, match="answer none of their adapter_train questions right"):
+            fitted = B.fit_feature_baseline(use_index=use_index)
+        frame = labelled("test", list(ck.evaluation))
+        assert np.array_equal(fitted.predict(frame), np.zeros(len(frame)))
+    monkeypatch.setattr(B, "_labelled", lambda split, names: labelled(split, names).assign(correct=True))
+    with pytest.warns(UserWarning, match="answer all of"):
+        assert np.array_equal(B.fit_feature_baseline().predict(frame), np.ones(len(frame)))

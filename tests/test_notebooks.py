@@ -36,8 +36,10 @@ def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(path: Path,
 
     This is also the fast-mode run of the notebooks that use contrast sets (00, 04-06): running them a
     second time on the fast world's own thresholds took four more kernels (about a minute of `make test`).
-    Their cells on a world that *has* large enough contrast sets run in full mode in tests/test_outputs.py,
-    and every artifact they read is built on the fast world by tests/test_cache_traces.py."""
+    Their cells on a world that *has* large enough contrast sets run in full mode in tests/test_outputs.py.
+    The override changes only the contrast-set sizes, so the adapters, answers and read-outs these runs
+    build or read are the fast world's own; the results tables that do read the sizes are built on the
+    fast world's thresholds by tests/test_cache_traces.py."""
     assert os.environ.get("HELPERS_FAST") == "1"
     monkeypatch.setenv("HELPERS_OVERRIDES", POOR_WORLD)
     nb = run_notebook(path, inplace=False, timeout=600, keep=True)

@@ -15,6 +15,7 @@ All return the standard frame: checkpoint, question_id, answer, correct, confide
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.compose import ColumnTransformer
+from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder
@@ -90,7 +92,8 @@ class FeatureBaseline:
 
     def predict(self, frame: pd.DataFrame) -> np.ndarray:
         """P(correct) for rows with FEATURES (and checkpoint_index) columns."""
-        return self.model.predict_proba(frame[self.columns()])[:, 1]
+        proba, classes = self.model.predict_proba(frame[self.columns()]), list(self.model.classes_)
+        return proba[:, classes.index(1)] if 1 in classes else np.zeros(len(frame))
 
 
 def fit_feature_baseline(use_index: bool = True, train_checkpoints=None) -> FeatureBaseline:
@@ -102,12 +105,16 @@ def fit_feature_baseline(use_index: bool = True, train_checkpoints=None) -> Feat
     ck = get_checkpoints()
     names = ck.validate(train_checkpoints, default=ck.training)
     data = _labelled("adapter_train", names)
-    if data["correct"].nunique() < 2:
-        raise ValueError(f"the training checkpoints {names} are all right or all wrong; nothing to fit")
     encode = [("onehot", OneHotEncoder(handle_unknown="ignore"), list(FEATURES))]
     if use_index:
         encode.append(("index", "passthrough", ["checkpoint_index"]))
-    model = make_pipeline(ColumnTransformer(encode), LogisticRegression(max_iter=2000))
+    estimator = LogisticRegression(max_iter=2000)
+    if data["correct"].nunique() < 2:  # a world whose training checkpoints know no sum (or every one): say so, go on
+        share = "all" if data["correct"].iloc[0] else "none"
+        warnings.warn(f"the checkpoints {names} answer {share} of their adapter_train questions right, so the feature "
+                      f"baseline has nothing to fit: it gives every question the confidence {1.0 if share == 'all' else 0.0}")
+        estimator = DummyClassifier(strategy="prior")
+    model = make_pipeline(ColumnTransformer(encode), estimator)
     cols = list(FEATURES) + (["checkpoint_index"] if use_index else [])
     model.fit(data[cols], data["correct"].astype(int))
     return FeatureBaseline(model, use_index, tuple(names))
