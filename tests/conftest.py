@@ -9,6 +9,13 @@ os.environ.setdefault("HELPERS_FAST", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def pytest_collection_modifyitems(config, items):
+    """The output check first. It needs only the shipped world, so under `pytest -n 2 --dist worksteal` (which
+    starts one worker at each half of the list) one worker runs it while the other trains the fast world.
+    In collection order, both workers' first tests waited for that training: one of them idled 80 s."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_outputs.py"))  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session")
 def world():
     """The fast-mode training run (built once, then cached in data/cache/fast)."""
