@@ -171,9 +171,9 @@ def agreement(answers) -> float:
 def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
     """Per (checkpoint, question): agreement across phrasings, canonical correctness and confidence.
 
-    `agreement` is `agreement` of the question's answers, counted per group instead of pair by pair (a
-    Python loop over 12,000 questions took 14 s of notebook 02): of the n(n-1)/2 pairs of phrasings,
-    those that state the same parsed answer.
+    The agreement column equals `agreement` of each question's answers (the share of its n(n-1)/2 pairs of
+    phrasings that state the same parsed answer), counted per answer group rather than pair by pair: a
+    Python loop over 12,000 questions took 14 s of notebook 02.
     """
     keys = ["checkpoint", "question_id"]
     n = rephrased.groupby(keys, sort=False).size()
