@@ -7,12 +7,17 @@ STAMP := $(VENV)/.installed
 # The CPU build of torch, named in the same pip call as everything else (one resolution: about 40 s less
 # than installing torch first): an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
+# pip compiles no bytecode (--no-compile below: about a minute of .venv went into compiling every file of every
+# package, torch's thousands included); Python compiles each module the first time it is imported and keeps
+# the .pyc. A machine that sets PYTHONDONTWRITEBYTECODE (this one does) would then recompile on every import
+# (`import helpers` 27 s instead of 13), so the targets below let Python write its bytecode.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: test notebooks data world pack lab bench clean book check-site
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[dev]' $(TORCH)
+	$(PY) -m pip install --quiet --no-compile -c requirements.lock -e '.[dev]' $(TORCH)
 	touch $(STAMP)
 
 # Two workers with one torch thread each (the shipped-world checks ask for the world's two), and OpenMP

@@ -231,14 +231,14 @@ RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "sub
 
 
 def _shade_phases(axes, steps, phases, label_ax=None) -> None:
-    """Shade every stretch of steps where "large" operands dominate (darker) or the mix is uniform (lighter)."""
+    """Shade every stretch of steps where "large" operands dominate (darkest), "mixed" ones do, or the mix is uniform (lightest)."""
     steps, phases = np.asarray(steps), list(phases)
     width = np.median(np.diff(steps)) if len(steps) > 1 else 1
     start = 0
     for i in range(1, len(phases) + 1):
         if i < len(phases) and phases[i] == phases[start]:
             continue
-        alpha = {"large": 0.15, "uniform": 0.06}.get(phases[start], 0.0)
+        alpha = {"large": 0.15, "mixed": 0.1, "uniform": 0.06}.get(phases[start], 0.0)
         if alpha:
             lo, hi = steps[start] - width, steps[i - 1]
             for ax in axes:

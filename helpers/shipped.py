@@ -117,7 +117,8 @@ def install(where: Path | None = None) -> dict:
             for entry in sorted(todo):
                 _unpack_entry(tar, members, entry, root / entry)
                 added += 1
-    artifacts.forget()  # entries replaced on disk are checked again
+    if added:
+        artifacts.forget()  # entries replaced on disk are checked again (unpacked files keep the archive's times)
     return {"added": added, "present": present, "entries": added + present}
 
 

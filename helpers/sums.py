@@ -137,8 +137,9 @@ def is_small(a, b):
 
 
 RANGES = ("small", "mixed", "large")  # operand ranges (`operand_range`)
-# The share of the operand range each training phase draws both operands from (`config.world().phases`).
-PHASE_RANGES = {"small": (0.0, 0.5), "large": (0.5, 1.0), "uniform": (0.0, 1.0)}
+# The share of the operand range each training phase draws its operands from (`config.world().phases`):
+# both from it, except "mixed", which draws one operand from each half (in either order).
+PHASE_RANGES = {"small": (0.0, 0.5), "large": (0.5, 1.0), "uniform": (0.0, 1.0), "mixed": (0.0, 1.0)}
 
 
 def operand_range(a, b) -> np.ndarray:
@@ -217,13 +218,14 @@ def hundred_sums_csv() -> pd.DataFrame:
 
 
 def phase_at(step: int, total_steps: int) -> str:
-    """Which operand range dominates training at `step` ("small", "large" or "uniform"; `config.world().phases`)."""
+    """Which operand range dominates training at `step` (a key of `PHASE_RANGES`; `config.world().phases`)."""
     frac = step / max(total_steps, 1)
     return [name for start, name in config.world().phases if frac >= start][-1]
 
 
 def _operands(rng: np.random.Generator, n: int, phase: str) -> tuple[np.ndarray, np.ndarray]:
-    """Operands for one batch: `phase_majority` of the pairs with both operands in the phase's range, the rest uniform."""
+    """Operands for one batch: `phase_majority` of the pairs with both operands in the phase's range (for
+    "mixed": one small and one large, in either order), the rest uniform."""
     if phase not in PHASE_RANGES:
         raise ValueError(f"unknown phase {phase!r}; choose one of {list(PHASE_RANGES)}")
     top = max_operand() + 1
@@ -232,6 +234,12 @@ def _operands(rng: np.random.Generator, n: int, phase: str) -> tuple[np.ndarray,
     low, high = (int(top * f) for f in PHASE_RANGES[phase])
     a = np.where(in_phase, rng.integers(low, high, n), a)
     b = np.where(in_phase, rng.integers(low, high, n), b)
+    if phase == "mixed":  # only this phase draws more, so the other phases' streams stay what they were
+        half = top // 2
+        small, large = a % half, half + b % (top - half)
+        swap = rng.random(n) < 0.5
+        a = np.where(in_phase, np.where(swap, large, small), a)
+        b = np.where(in_phase, np.where(swap, small, large), b)
     return a, b
 
 

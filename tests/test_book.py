@@ -4,7 +4,6 @@ broken internal link in the HTML (tools/check_links.py); and the build really fa
 
 No browser here: `make check-site` opens the pages in Chromium."""
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -25,11 +24,10 @@ TWINS = sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
 
 def build(src: Path, out: Path) -> subprocess.CompletedProcess:
     """sphinx-build as `make book` runs it, sources in `src` (the repository root or a copy of it)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     return subprocess.run(
         [sys.executable, "-m", "sphinx", "-b", "html", "-c", str(src / "book"), "-d", str(out / "doctrees"),
          "-W", "--keep-going", "-q", str(src), str(out / "site")],
-        capture_output=True, text=True, env=env, timeout=300)
+        capture_output=True, text=True, timeout=300)
 
 
 def copy_sources(dest: Path) -> Path:

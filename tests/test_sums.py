@@ -102,6 +102,11 @@ def test_phases():
     top = sums.max_operand() + 1
     for phase, (lo, hi) in sums.PHASE_RANGES.items():
         a, b = sums._operands(rng, 4000, phase)
+        if phase == "mixed":  # one operand from each half, in either order
+            ranges = sums.operand_range(a, b)
+            assert (ranges == "mixed").mean() > config.world().phase_majority - 0.01
+            assert 0.45 < (a < top // 2)[ranges == "mixed"].mean() < 0.55
+            continue
         in_range = ((a >= lo * top) & (a < hi * top) & (b >= lo * top) & (b < hi * top)).mean()
         assert in_range > config.world().phase_majority - 0.01 and a.min() >= 0 and a.max() < top
     with pytest.raises(ValueError, match="unknown phase"):
