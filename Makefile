@@ -8,9 +8,9 @@ STAMP := $(VENV)/.installed
 # than installing torch first): an unpinned torch pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 # pip compiles no bytecode (--no-compile below: about a minute of .venv went into compiling every file of every
-# package, torch's thousands included); Python compiles each module the first time it is imported and keeps
-# the .pyc. A machine that sets PYTHONDONTWRITEBYTECODE (this one does) would then recompile on every import
-# (`import helpers` 27 s instead of 13), so the targets below let Python write its bytecode.
+# package, torch's thousands included); one import then compiles what the series uses, and Python compiles any
+# other module the first time it is imported, keeping the .pyc. A machine that sets PYTHONDONTWRITEBYTECODE (this
+# one does) would recompile on every import (`import helpers` 27 s instead of 13), so the targets let Python write it.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: test notebooks data world pack lab bench clean book check-site
@@ -18,6 +18,7 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile -c requirements.lock -e '.[dev]' $(TORCH)
+	$(PY) -c "import helpers.notebook, helpers.explorers, nbclient, ipykernel.ipkernel"  # compiles, once, what every test and kernel imports
 	touch $(STAMP)
 
 # Two workers with one torch thread each (the shipped-world checks ask for the world's two), and OpenMP
