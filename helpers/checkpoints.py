@@ -69,7 +69,8 @@ def world() -> dict:
 
 
 def phases() -> dict[str, str]:
-    """The data phase (a key of `sums.PHASE_RANGES`: "small", "large", "mixed" or "uniform") each selected checkpoint was saved in, by name.
+    """The data phase (a key of `sums.PHASE_RANGES`: "small", "large", "mixed" or "uniform") each selected
+    checkpoint was saved in, by name.
 
     Notebooks 00, 03, 05 and 06 print it where the mixture matters to a result."""
     log = world()["log"]
