@@ -18,7 +18,7 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile -c requirements.lock -e '.[dev]' $(TORCH)
-	$(PY) -c "import helpers.notebook, helpers.explorers, nbclient, ipykernel.ipkernel"  # compiles, once, what every test and kernel imports
+	$(PY) -c "import helpers.notebook, helpers.explorers, nbclient, ipykernel.ipkernel, hypothesis, sklearn.calibration, xdist"  # compiles, once, what every test and kernel imports
 	touch $(STAMP)
 
 # Two workers with one torch thread each (the shipped-world checks ask for the world's two), and OpenMP
