@@ -231,7 +231,8 @@ RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "sub
 
 
 def _shade_phases(axes, steps, phases, label_ax=None) -> None:
-    """Shade every stretch of steps where "large" operands dominate (darkest), "mixed" ones do, or the mix is uniform (lightest)."""
+    """Shade every stretch of steps where "large" operands dominate (darkest), "mixed" ones do, or the mix is
+    uniform (lightest)."""
     steps, phases = np.asarray(steps), list(phases)
     width = np.median(np.diff(steps)) if len(steps) > 1 else 1
     start = 0
