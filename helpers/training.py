@@ -285,7 +285,9 @@ def world_rules() -> dict:
     whose subtraction contrast set reaches `config.contrast().min_size_transfer` (at least one: notebook
     06's domain transfer); and `windows`: `checkpoints.window_changes` of each operand range and
     subtraction inside the training and the evaluation window, "both ways" when accuracy rises and
-    falls by more than `both_ways_at_least`. Thresholds: `config.world().rules`.
+    falls by more than `both_ways_at_least`, and "needed" where an experiment relies on it: every row but
+    subtraction in the training window (no method learns from subtraction; notebook 06 judges on it at the
+    evaluation checkpoints only). Thresholds: `config.world().rules`.
     """
     ck, rules, c = get_checkpoints(), dict(config.world().rules), config.contrast()
     test, sub = greedy_results("test"), greedy_results("transfer_test")
@@ -310,4 +312,6 @@ def world_rules() -> dict:
     table = pd.concat([window_changes(test, windows, groups, at_least),
                        window_changes(sub, windows, {"subtraction": sums.split("transfer_test")["question_id"]}, at_least)])
     order = [(w, g) for w in windows for g in [*groups, "subtraction"]]
-    return {"values": {k: (v, bool(ok)) for k, (v, ok) in values.items()}, "windows": table.loc[order]}
+    table = table.loc[order]
+    table["needed"] = [not (w == "training" and g == "subtraction") for w, g in order]
+    return {"values": {k: (v, bool(ok)) for k, (v, ok) in values.items()}, "windows": table}

@@ -44,7 +44,9 @@ def one_run(seed: int, threads: int, world=None, cache: str | None = None) -> di
         row["rules hold"] = all(ok for _, ok in rules["values"].values())
         for (window, group), r in rules["windows"].iterrows():
             row[f"{window} {group}: rise/fall"] = f"{r['largest rise']:.2f}/{r['largest fall']:.2f}"
+        needed = rules["windows"][rules["windows"]["needed"]]
         row["all move both ways"] = bool(rules["windows"]["both ways"].all())
+        row["all needed move both ways"] = bool(needed["both ways"].all())
         for fit_on in ("training", "evaluation"):
             # A window that answers nothing right gets the baseline's constant (it warns), so AUC 0.5.
             df = difficulty_results("test", ck.evaluation, train_checkpoints=getattr(ck, fit_on))
