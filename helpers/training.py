@@ -286,8 +286,8 @@ def world_rules() -> dict:
     06's domain transfer); and `windows`: `checkpoints.window_changes` of each operand range and
     subtraction inside the training and the evaluation window, "both ways" when accuracy rises and
     falls by more than `both_ways_at_least`, and "needed" where an experiment relies on it: every row but
-    subtraction in the training window (no method learns from subtraction; notebook 06 judges on it at the
-    evaluation checkpoints only). Thresholds: `config.world().rules`.
+    subtraction in the training window (no confidence method trains on subtraction answers; notebook 06
+    judges on them at the evaluation checkpoints only). Thresholds: `config.world().rules`.
     """
     ck, rules, c = get_checkpoints(), dict(config.world().rules), config.contrast()
     test, sub = greedy_results("test"), greedy_results("transfer_test")
