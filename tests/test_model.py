@@ -235,3 +235,18 @@ def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
     assert evaluation_picks(hand, 2, ends=[0]) == [0, 4]
     with pytest.raises(ValueError, match="boolean array"):
         evaluation_picks(np.zeros(4), 2)
+
+
+def test_world_rules_mark_what_the_experiments_rely_on(world):
+    """Every window and kind of question is reported; only subtraction in the training window is not needed
+    (no confidence method trains on subtraction answers), and "both ways" is the rise and fall rule."""
+    from helpers import config
+    from helpers.training import world_rules
+
+    table = world_rules()["windows"]
+    assert list(table.index.get_level_values("window").unique()) == ["training", "evaluation"]
+    assert {g for _, g in table.index} == {"small operands", "mixed operands", "large operands", "subtraction"}
+    assert [key for key, needed in table["needed"].items() if not needed] == [("training", "subtraction")]
+    step = dict(config.world().rules)["both_ways_at_least"]
+    expected = (table["largest rise"] > step) & (table["largest fall"] > step)
+    assert table["both ways"].equals(expected)
