@@ -95,11 +95,11 @@ class World:
     # The data mixture: (start as a share of training, phase). Mostly small operands (both below half the
     # range) and mostly large ones alternate through both windows of checkpoints, then the uniform mix ends
     # the run while the learning rate anneals, as open models end pre-training (tests/benchmarks/world_sweep.py).
-    phases: tuple = ((0.0, "small"), (0.15, "large"), (0.3, "small"), (0.42, "large"), (0.54, "small"), (0.64, "large"),
-                     (0.74, "small"), (0.82, "uniform"))
+    phases: tuple = ((0.0, "small"), (0.12, "large"), (0.2, "small"), (0.28, "mixed"), (0.36, "large"), (0.44, "small"),
+                     (0.52, "mixed"), (0.6, "large"), (0.68, "small"), (0.76, "mixed"), (0.84, "uniform"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
     # Share of subtraction (uniform operands) per phase: more in small phases, less in large ones (world_sweep.py).
-    transfer_shares: tuple = (("small", 0.4), ("large", 0.15), ("uniform", 0.3))
+    transfer_shares: tuple = (("small", 0.5), ("large", 0.0), ("mixed", 0.0), ("uniform", 0.3))
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
     answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears
