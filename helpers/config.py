@@ -93,12 +93,12 @@ class World:
     lr_decay_start: float = 2 / 3
     min_lr_ratio: float = 0.5
     # The data mixture: (start as a share of training, phase). Mostly small operands (both below half the
-    # range) and mostly large ones alternate through both windows of checkpoints, then the uniform mix ends
-    # the run while the learning rate anneals, as open models end pre-training (tests/benchmarks/world_sweep.py).
+    # range), mostly large and mostly mixed ones (one of each) alternate every 240 steps through both windows,
+    # then the uniform mix ends the run while the learning rate anneals, as open models end pre-training.
     phases: tuple = ((0.0, "small"), (0.12, "large"), (0.2, "small"), (0.28, "mixed"), (0.36, "large"), (0.44, "small"),
                      (0.52, "mixed"), (0.6, "large"), (0.68, "small"), (0.76, "mixed"), (0.84, "uniform"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
-    # Share of subtraction (uniform operands) per phase: more in small phases, less in large ones (world_sweep.py).
+    # Share of subtraction (uniform operands) per phase: only in small phases and the uniform end (world_sweep.py).
     transfer_shares: tuple = (("small", 0.5), ("large", 0.0), ("mixed", 0.0), ("uniform", 0.3))
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training

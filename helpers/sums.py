@@ -146,7 +146,7 @@ def operand_range(a, b) -> np.ndarray:
     """"small" (both operands in the lower half of the range, below 500 in full mode), "large" (both in
     the upper half) or "mixed" (one of each), for either family's operands.
 
-    The training mixture shifts between small and large operands (`config.world().phases`); notebook 00
+    The training mixture shifts between small, large and mixed operands (`config.world().phases`); notebook 00
     shows accuracy per range at every selected checkpoint."""
     half = (max_operand() + 1) // 2
     low_a, low_b = np.asarray(a) < half, np.asarray(b) < half

@@ -1,7 +1,7 @@
 """One training run of the tiny model, its saved checkpoints, and which of them the series uses.
 
 The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A data mixture
-that alternates between small and large operands, then the uniform mix while the learning rate anneals,
+that alternates between small, large and mixed operands, then the uniform mix while the learning rate anneals,
 makes knowledge both appear and disappear between checkpoints, like pre-training on shifting data.
 Every size and the mixture come from `config.world()`. Which checkpoints were selected, and where they
 live, is `helpers.checkpoints` (re-exported here for the notebooks).
