@@ -98,8 +98,8 @@ class World:
     phases: tuple = ((0.0, "small"), (0.12, "large"), (0.2, "small"), (0.28, "mixed"), (0.36, "large"), (0.44, "small"),
                      (0.52, "mixed"), (0.6, "large"), (0.68, "small"), (0.76, "mixed"), (0.84, "uniform"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
-    # Share of subtraction (uniform operands) per phase: only in small phases and the uniform end (world_sweep.py).
-    transfer_shares: tuple = (("small", 0.5), ("large", 0.0), ("mixed", 0.0), ("uniform", 0.3))
+    # Share of subtraction (uniform operands) per phase: almost none in large phases (world_sweep.py).
+    transfer_shares: tuple = (("small", 0.45), ("large", 0.03), ("mixed", 0.25), ("uniform", 0.3))
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
     answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears
