@@ -10,6 +10,7 @@ Layer 5: imports config, sums, artifacts, model, loop, contrast, checkpoints and
 """
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -168,17 +169,17 @@ def select_checkpoints(log: pd.DataFrame, n: int, first_below: float | None = No
 
 def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int, cut: float,
                  first_below: float | None = None, last_at_least: float | None = None,
-                 enough: int | None = None) -> tuple[list[int], list[int]]:
+                 enough: int | None = None, kinds=None, at_least: float = 0.0) -> tuple[list[int], list[int]]:
     """Training and evaluation steps: two windows of saves, picked by knowledge change in each.
 
     `correct` is (saves, test questions) booleans. The run from `first_save(log, first_below)` to the
     final save is cut at share `cut` of its saves: the training window before, the evaluation window
     after. Training picks are spread along the cumulative flips (`monitor_flips`); evaluation picks end
-    at a save whose accuracy on `correct` reaches `last_at_least` (None: the final save; the latest
-    such save whose chain keeps `enough` regressions between neighbours, see `evaluation_picks`) and make the fewest regressions between
-    neighbouring picks as large as possible (`evaluation_picks`), so that "the later checkpoint is right"
-    is as wrong as this run allows. Where a window has too few saves the cut moves, and where the run
-    learns too late for both, the start does.
+    at a save whose accuracy on `correct` reaches `last_at_least` (None: the final save), keep `enough`
+    regressions between neighbours, so that "the later checkpoint is right" is wrong often, and move as
+    many of `kinds` (accuracy per kind of question and save) both ways as the run allows
+    (`evaluation_picks`). Where a window has too few saves the cut moves, and where the run learns too
+    late for both, the start does.
     """
     correct = _saves_by_questions(correct)
     total, needed = len(log), n_training + n_evaluation
@@ -193,38 +194,48 @@ def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int,
     flips = monitor_flips(correct)
     training = select_checkpoints(log.iloc[start:split], n_training, first_below=0.0, changes=flips[start:split])
     ends = None if last_at_least is None else np.flatnonzero(correct.mean(axis=1) >= last_at_least)
-    picks = evaluation_picks(correct, n_evaluation, earliest=split, ends=ends, enough=enough)
+    picks = evaluation_picks(correct, n_evaluation, earliest=split, ends=ends, enough=enough, kinds=kinds,
+                             at_least=at_least)
     return training, [int(log["step"].iloc[i]) for i in picks]
 
 
-def evaluation_picks(correct, n: int, earliest: int = 0, ends=None, enough: int | None = None) -> list[int]:
-    """Indices of `n` saves from `earliest` on that make the fewest regressions (right at a pick, wrong
-    at the next) between neighbouring picks as large as possible.
+def evaluation_picks(correct, n: int, earliest: int = 0, ends=None, enough: int | None = None,
+                     kinds=None, at_least: float = 0.0) -> list[int]:
+    """Indices of `n` saves from `earliest` on for the evaluation window.
 
-    `correct` is (saves, questions) booleans. The last pick is one of `ends` (save indices; by default,
+    `correct` is (saves, questions) booleans; `kinds` (optional) is (kinds of question, saves) accuracies,
+    one row per kind whose knowledge must move both ways in the window (rise and fall by more than
+    `at_least` between neighbouring picks). The last pick is one of `ends` (save indices; by default,
     and where none is given or possible, the final save): a run that has converged by its end barely
-    forgets anything into its final save, so the chain may stop at an earlier save that is accurate
-    enough. It stops at the latest end whose best chain keeps at least `enough` regressions between
-    neighbours (later saves know more, subtraction among it); where none does, at the end whose chain
-    keeps the most. An exact dynamic programme over (picks so far, last pick); ties go to the latest
-    end, then to the chain that starts earliest.
+    forgets anything into its final save, so the window may stop at an earlier save that is accurate
+    enough. Among the chains that keep at least `enough` regressions (right at a pick, wrong at the
+    next) between every two neighbours, the pick moves the most kinds both ways, then ends latest
+    (later saves know more), then keeps the most regressions, then starts earliest. Where no chain
+    keeps `enough`, the chain that keeps the most regressions. Every chain is tried (a few thousand for
+    the series' 30 saves).
     """
     correct = _saves_by_questions(correct)
     last = correct.shape[0] - 1
     if n < 1 or last - earliest + 1 < n:
         raise ValueError(f"cannot pick {n} evaluation saves from saves {earliest}..{last}")
+    if math.comb(last - earliest + 1, n) > 2_000_000:
+        raise ValueError(f"too many chains of {n} among saves {earliest}..{last}; save less often or pick fewer")
     ends = [int(j) for j in (ends if ends is not None else []) if earliest + n - 1 <= j <= last] or [last]
     c = correct.astype(np.int32)
     lost = c @ (1 - c).T  # lost[i, j]: right at i, wrong at j
-    # best[j] = (fewest regressions along the chain, chain) over chains of the current length ending at j
-    best = {j: (np.inf, [j]) for j in range(earliest, last + 1)}
-    for _ in range(n - 1):
-        best = {j: max(((min(m, lost[i, j]), chain + [j]) for i, (m, chain) in best.items() if i < j),
-                       key=lambda mc: (mc[0], -mc[1][0]))
-                for j in range(earliest, last + 1) if any(i < j for i in best)}
-    chains = [best[j] + (j,) for j in ends]  # (fewest regressions, chain, end)
-    good = [c for c in chains if enough is not None and c[0] >= enough]
-    return max(good, key=lambda c: c[2])[1] if good else max(chains, key=lambda c: (c[0], c[2], -c[1][0]))[1]
+    chains = np.array([ch for ch in itertools.combinations(range(earliest, last + 1), n) if ch[-1] in ends])
+    fewest = lost[chains[:, :-1], chains[:, 1:]].min(axis=1) if n > 1 else np.full(len(chains), np.inf)
+    moved = np.zeros(len(chains), dtype=int)
+    if kinds is not None and n > 1:
+        step = np.diff(np.asarray(kinds, dtype=float)[:, chains], axis=2).round(3)  # (kinds, chains, n - 1)
+        moved = ((step.max(axis=2) > at_least) & (-step.min(axis=2) > at_least)).sum(axis=0)
+    good = fewest >= enough if enough is not None else np.zeros(len(chains), dtype=bool)
+    order = -np.arange(len(chains))  # the last key of all: the first chain in order
+    if good.any():
+        keys = (order, -chains[:, 0], fewest, chains[:, -1], moved, good)
+    else:
+        keys = (order, -chains[:, 0], chains[:, -1], moved, fewest)
+    return [int(i) for i in chains[np.lexsort(keys)[-1]]]
 
 
 def _saves_by_questions(correct) -> np.ndarray:
@@ -249,28 +260,34 @@ def _build_world(folder: Path) -> dict:
     return {"log": train_run(folder)}
 
 
-@register("selection", version="7")
+@register("selection", version="8")
 def _build_selection(folder: Path) -> dict:
-    """Score every save on the whole test split, then pick the checkpoints the series uses.
+    """Score every save on the whole test and transfer_test splits, then pick the checkpoints the series uses.
 
-    The whole split, not the monitor: the rules (`world_rules`) count regressions and contrast sets on
-    it, and a 1,000-question sample misjudged them (the 57 regressions that a pick made on the sample
-    left between two neighbours of the seed-0 run, where the whole split allowed 132). About a minute.
+    The whole splits, not the monitor: the rules (`world_rules`) count regressions and contrast sets on
+    them, and a 1,000-question sample misjudged them (the 57 regressions that a pick made on the sample
+    left between two neighbours of the seed-0 run, where the whole split allowed 132). The evaluation
+    picks move as many operand ranges and subtraction both ways as the run allows (`evaluation_picks`).
+    About two minutes.
     """
     s, log = config.world(), artifacts.load_or_build("world")["log"]
     rules = dict(s.rules)
-    test = sums.split("test")
+    test, sub = sums.split("test"), sums.split("transfer_test")
     saves = artifacts.folder("world") / "checkpoints"
-    correct = []
+    correct, sub_correct = [], []
     for step in tqdm(log["step"], desc="scoring saves", mininterval=2):
         model, tokenizer = load_pretrained(saves / step_name(int(step)))
         correct.append(greedy(model, tokenizer, test, progress=False)["correct"].to_numpy())
-    correct = np.array(correct)
+        sub_correct.append(greedy(model, tokenizer, sub, progress=False)["correct"].to_numpy())
+    correct, sub_correct = np.array(correct), np.array(sub_correct)  # (saves, questions)
+    ranges = sums.operand_range(test["a"], test["b"])
+    kinds = [correct[:, ranges == r].mean(axis=1) for r in sums.RANGES] + [sub_correct.mean(axis=1)]
     changes = monitor_flips(correct)
     training, evaluation = window_picks(log, correct, s.n_training_checkpoints,
                                         s.n_checkpoints - s.n_training_checkpoints, s.evaluation_start,
                                         last_at_least=rules["last_at_least"],
-                                        enough=round(rules["regressions_per_5000"] * correct.shape[1] / 5000))
+                                        enough=round(rules["regressions_per_5000"] * correct.shape[1] / 5000),
+                                        kinds=kinds, at_least=rules["both_ways_at_least"])
     steps = training + evaluation
     return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
             "changes": pd.Series(changes, index=log["step"], name="test answers flipped since the previous save")}

@@ -154,17 +154,17 @@ def test_selection_spreads_picks_along_knowledge_change():
     log = pd.DataFrame({"step": [100 * k for k in range(1, 11)],
                         "accuracy": [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.9, 0.9, 0.9, 0.9]})
     # the last save below 0.35 is step 300 (index 2). By index: targets 2, 4.33, 6.67, 9 -> 2, 4, 7, 9
-    assert select_checkpoints(log, 4) == [300, 500, 800, 1000]
+    assert select_checkpoints(log, 4, first_below=0.35) == [300, 500, 800, 1000]
     # by change: cumulative 100..258 from the start; targets 100, 152.7, 205.3, 258 -> indices 2, 3, 4, 9,
     # so the plateau (steps 700-1000) that barely moves gets no pick but the last
     changes = [0, 50, 50, 50, 50, 50, 2, 2, 2, 2]
-    assert select_checkpoints(log, 4, changes=changes) == [300, 400, 500, 1000]
+    assert select_checkpoints(log, 4, first_below=0.35, changes=changes) == [300, 400, 500, 1000]
     # one big jump before the last save: targets 0, 33, 67, 100 -> nearest 2, 2, 9, 9, pushed apart to
     # 2, 3, 8, 9 (each after the previous one, leaving room for the rest)
     jump = [0, 0, 0, 0, 0, 0, 0, 0, 0, 100]
-    assert select_checkpoints(log, 4, changes=jump) == [300, 400, 900, 1000]
+    assert select_checkpoints(log, 4, first_below=0.35, changes=jump) == [300, 400, 900, 1000]
     with pytest.raises(ValueError, match="one non-negative count per save"):
-        select_checkpoints(log, 4, changes=[1, 2])
+        select_checkpoints(log, 4, first_below=0.35, changes=[1, 2])
     with pytest.raises(ValueError, match="saves after the start"):
         select_checkpoints(log, 10)
     correct = np.array([[0, 0, 1], [1, 0, 1], [1, 1, 0]], dtype=bool)
@@ -235,6 +235,35 @@ def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
     assert evaluation_picks(hand, 2, ends=[0]) == [0, 4]
     with pytest.raises(ValueError, match="boolean array"):
         evaluation_picks(np.zeros(4), 2)
+
+
+def test_evaluation_picks_move_the_most_kinds_both_ways():
+    from itertools import combinations
+
+    from helpers.training import evaluation_picks
+
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        correct = rng.random((10, 60)) < np.linspace(0.3, 0.9, 10)[:, None]
+        kinds = rng.random((3, 10))  # accuracy of three kinds of question at each save
+        ends, enough = [7, 8, 9], 3
+        picks = evaluation_picks(correct, 4, earliest=2, ends=ends, enough=enough, kinds=kinds, at_least=0.1)
+
+        def score(chain):  # brute force: the rule's order of preference
+            fewest = min(int((correct[a] & ~correct[b]).sum()) for a, b in zip(chain, chain[1:]))
+            steps = np.diff(kinds[:, list(chain)], axis=1)
+            moved = int(((steps.max(axis=1) > 0.1) & (-steps.min(axis=1) > 0.1)).sum())
+            return (fewest >= enough, moved, chain[-1], fewest, -chain[0])
+
+        chains = [c for c in combinations(range(2, 10), 4) if c[-1] in ends]
+        assert score(tuple(picks)) == max(score(c) for c in chains)
+    # by hand: every chain of 3 from 4 saves loses one question between neighbours; 0 -> 2 -> 3 and
+    # 1 -> 2 -> 3 move the kind both ways (up, then down 0.4), and the earlier start wins over 0 -> 1 -> 3,
+    # the pick without kinds; with a step of 0.5 required, nothing moves and that pick is back
+    hand = np.array([[1, 1, 1, 0], [0, 1, 1, 1], [1, 0, 1, 1], [1, 1, 0, 1]], dtype=bool)
+    kind = [[0.2, 0.3, 0.7, 0.3]]
+    assert evaluation_picks(hand, 3, kinds=kind, enough=0) == [0, 2, 3]
+    assert evaluation_picks(hand, 3, kinds=kind, at_least=0.5, enough=0) == evaluation_picks(hand, 3, enough=0)
 
 
 def test_world_rules_mark_what_the_experiments_rely_on(world):
