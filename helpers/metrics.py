@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import relplot
 import sklearn
-from sklearn.metrics import brier_score_loss
+from sklearn.metrics import brier_score_loss, roc_auc_score
 
 from .validation import as_binary, as_probabilities, confidence_and_correct
 
@@ -160,38 +160,8 @@ def auroc(confidence, correct) -> float:
     """Area under the ROC curve of confidence as a predictor of correctness. Used in notebooks 01, 04, 05, 06."""
     conf, corr = confidence_and_correct(confidence, correct)
     _check_both_classes(corr)
-    return float(rank_auc(conf[None, :], corr[None, :].astype(float))[0])
-
-
-def rank_auc(conf: np.ndarray, correct: np.ndarray) -> np.ndarray:
-    """AUROC of each row of two checked (rows, n) float arrays (Mann-Whitney U, ties count one half); NaN
-    for a row with one class. One sort per row instead of scikit-learn's ROC curve, the same value to
-    rounding (tests/test_metrics.py): `auroc` for one row, `stats.batched_auc` for many resamples at once."""
-    order = np.argsort(conf, axis=1)
-    conf, correct = np.take_along_axis(conf, order, axis=1), np.take_along_axis(correct, order, axis=1)
-    # Within a sorted row, a value's level is the number of distinct values below it.
-    new_value = np.ones(conf.shape, dtype=bool)
-    new_value[:, 1:] = conf[:, 1:] != conf[:, :-1]
-    return auc_from_levels(np.cumsum(new_value, axis=1) - 1, correct, conf.shape[1])
-
-
-def auc_from_levels(levels, correct, n_levels) -> np.ndarray:
-    """AUROC per row from each value's rank among the distinct values (0 .. n_levels-1).
-
-    Counting right and wrong answers per level replaces a sort per row: U sums, over levels,
-    right answers x (wrong answers on lower levels + half the wrong answers on the same level).
-    The bootstrap computes the levels once on the original data and gathers them.
-    """
-    rows = levels.shape[0]
-    ids = (levels + n_levels * np.arange(rows)[:, None]).ravel()
-    right = np.bincount(ids, weights=correct.ravel(), minlength=rows * n_levels).reshape(rows, n_levels)
-    wrong = np.bincount(ids, minlength=rows * n_levels).reshape(rows, n_levels) - right
-    wrong_below = np.cumsum(wrong, axis=1) - wrong
-    u = (right * (wrong_below + 0.5 * wrong)).sum(axis=1)
-    n_pos, n_neg = right.sum(axis=1), wrong.sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        auc = u / (n_pos * n_neg)
-    return np.where((n_pos > 0) & (n_neg > 0), auc, np.nan)
+    with sklearn.config_context(**_CHECKED_INPUT):
+        return float(roc_auc_score(corr, conf))
 
 
 def overconfidence(confidence, correct) -> float:

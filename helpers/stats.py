@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 from . import config, metrics
-from .metrics import auc_from_levels
 from .contrast import contrast_rows
 from .validation import as_binary, as_probabilities
 
@@ -33,7 +32,32 @@ CHUNK_VALUES = 2_000_000  # values per chunk of resamples, to bound memory (~16 
 
 def batched_auc(conf, correct) -> np.ndarray:
     """AUROC of each row (Mann-Whitney U, ties count one half); NaN for a row with one class."""
-    return metrics.rank_auc(*_two_d(conf, correct))
+    conf, correct = _two_d(conf, correct)
+    order = np.argsort(conf, axis=1)
+    conf, correct = np.take_along_axis(conf, order, axis=1), np.take_along_axis(correct, order, axis=1)
+    # Within a sorted row, a value's level is the number of distinct values below it.
+    new_value = np.ones(conf.shape, dtype=bool)
+    new_value[:, 1:] = conf[:, 1:] != conf[:, :-1]
+    return _auc_from_levels(np.cumsum(new_value, axis=1) - 1, correct, conf.shape[1])
+
+
+def _auc_from_levels(levels, correct, n_levels) -> np.ndarray:
+    """AUROC per row from each value's rank among the distinct values (0 .. n_levels-1).
+
+    Counting right and wrong answers per level replaces a sort per row: U sums, over levels,
+    right answers x (wrong answers on lower levels + half the wrong answers on the same level).
+    The bootstrap computes the levels once on the original data and gathers them.
+    """
+    rows = levels.shape[0]
+    ids = (levels + n_levels * np.arange(rows)[:, None]).ravel()
+    right = np.bincount(ids, weights=correct.ravel(), minlength=rows * n_levels).reshape(rows, n_levels)
+    wrong = np.bincount(ids, minlength=rows * n_levels).reshape(rows, n_levels) - right
+    wrong_below = np.cumsum(wrong, axis=1) - wrong
+    u = (right * (wrong_below + 0.5 * wrong)).sum(axis=1)
+    n_pos, n_neg = right.sum(axis=1), wrong.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = u / (n_pos * n_neg)
+    return np.where((n_pos > 0) & (n_neg > 0), auc, np.nan)
 
 
 def batched_brier(conf, correct) -> np.ndarray:
@@ -292,7 +316,7 @@ def _codes(metric, conf, n_bins):
 
 def _metric_2d(metric, conf, correct, codes, n_codes, n_bins) -> np.ndarray:
     if metric == "auc":
-        return auc_from_levels(codes, correct, n_codes)
+        return _auc_from_levels(codes, correct, n_codes)
     if metric == "ece":
         return _ece_from_bins(codes, conf, correct, n_bins)
     if metric == "brier":
