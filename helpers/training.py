@@ -10,6 +10,7 @@ Layer 5: imports config, sums, artifacts, model, loop, contrast, checkpoints and
 """
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from pathlib import Path
@@ -89,11 +90,16 @@ def _monitor(model, tokenizer, monitor: pd.DataFrame) -> dict[str, float]:
     return {"accuracy": correct.mean(), **{f"accuracy_{r}": correct[ranges == r].mean() for r in sums.RANGES}}
 
 
-def train_run(folder: Path, seed: int | None = None, stop_after: int | None = None) -> pd.DataFrame:
+def train_run(folder: Path, seed: int | None = None, stop_after: int | None = None, resume: dict | None = None,
+              keep_state: bool = False):
     """Train from scratch (sizes from `config.world()`), saving a checkpoint every `save_every` steps; returns the log.
 
     `stop_after` ends the run after that many steps of the same schedule (the training-prefix check of
-    tests/test_shipped_world.py compares such a prefix with the shipped run)."""
+    tests/test_shipped_world.py compares such a prefix with the shipped run). With `keep_state` it returns
+    (log, state): the model, optimizer, scheduler and data-stream states after the last step. `resume` (such
+    a state) continues from there, under the settings in force now, so a run can branch at a step into
+    endings with other phases (tests/benchmarks/world_sweep.py --branch-at); a branch whose settings equal the
+    run's reproduces it bit for bit (tests/test_robustness.py)."""
     s = config.world()
     seed = s.seed if seed is None else seed
     config.set_seed(seed)
@@ -105,13 +111,21 @@ def train_run(folder: Path, seed: int | None = None, stop_after: int | None = No
     rng = np.random.default_rng([seed, 7])
     held_out = sums.held_out_ids()
     monitor = sums.split("test").iloc[: s.n_monitor]
-    log, window = [], []
+    log, window, first = [], [], 1
+    if resume is not None:
+        model.load_state_dict(resume["model"])
+        optim.load_state_dict(resume["optimizer"])
+        sched.load_state_dict(resume["scheduler"])
+        rng.bit_generator.state = resume["stream"]
+        window, first = list(resume["window"]), resume["step"] + 1
+    last = min(s.train_steps, stop_after or s.train_steps)
 
     def batches():
-        for step in range(1, min(s.train_steps, stop_after or s.train_steps) + 1):
+        for step in range(first, last + 1):
             yield sums.training_batch(rng, s.batch_size, sums.phase_at(step - 1, s.train_steps), held_out)
 
-    def after_step(step: int, loss: float) -> None:
+    def after_step(i: int, loss: float) -> None:
+        step = first + i - 1
         window.append(loss)
         if step % s.save_every == 0:
             model.save_pretrained(folder / "checkpoints" / step_name(step))
@@ -121,8 +135,14 @@ def train_run(folder: Path, seed: int | None = None, stop_after: int | None = No
             window.clear()
 
     loop.train(model, optim, batches(), lambda pairs: training_step_loss(model, tokenizer, pairs), scheduler=sched,
-               clip_norm=1.0, after_step=after_step, total=min(s.train_steps, stop_after or s.train_steps), desc="training")
-    return pd.DataFrame(log)
+               clip_norm=1.0, after_step=after_step, total=max(last - first + 1, 0), desc="training")
+    log = pd.DataFrame(log)
+    if not keep_state:
+        return log
+    state = {"step": last, "model": {k: v.clone() for k, v in model.state_dict().items()},
+             "optimizer": copy.deepcopy(optim.state_dict()), "scheduler": sched.state_dict(),
+             "stream": rng.bit_generator.state, "window": list(window)}
+    return log, state
 
 
 def first_save(log: pd.DataFrame, first_below: float | None = None) -> int:

@@ -63,3 +63,20 @@ def test_training_twice_is_bitwise_identical(tmp_path):
     pd.testing.assert_frame_equal(log_a, log_b)
     assert all(torch.equal(state_a[k], state_b[k]) for k in state_a)
     pd.testing.assert_frame_equal(res_a, res_b)  # same answers and confidences, to the last bit
+
+
+def test_a_run_branched_and_resumed_equals_the_uninterrupted_run(tmp_path):
+    # world_sweep.py --branch-at trains the steps two endings share once, then each ending from that state.
+    small = dict(train_steps=40, save_every=20, phases=((0.0, "small"), (0.5, "large")))
+    with config.override("world", **small):
+        whole = training.train_run(tmp_path / "whole")
+        head, state = training.train_run(tmp_path / "branch", stop_after=20, keep_state=True)
+        rest = training.train_run(tmp_path / "branch", resume=state)
+    pd.testing.assert_frame_equal(pd.concat([head, rest], ignore_index=True), whole)
+    a, _ = load_pretrained(tmp_path / "whole" / "checkpoints" / "step-00040")
+    b, _ = load_pretrained(tmp_path / "branch" / "checkpoints" / "step-00040")
+    assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
+    # Another ending from the same state differs from step 21 on, and only there.
+    with config.override("world", **{**small, "phases": ((0.0, "small"), (0.5, "mixed"))}):
+        other = training.train_run(tmp_path / "other", resume=state)
+    assert other["phase"].eq("mixed").all() and not other["loss"].equals(rest["loss"])

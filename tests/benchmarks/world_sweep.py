@@ -1,6 +1,7 @@
 """Is the world robust? Train it with several seeds and thread counts and check the foundation's rules.
 
     python tests/benchmarks/world_sweep.py --seeds 0 1 2 --threads 1 2 [--world '{"phases": [[0, "small"], ...]}'] [--full] [--cache DIR]
+    python tests/benchmarks/world_sweep.py --full --seeds 1 --threads 2 --branch-at 0.76 --endings '{"A": [[0.76, "uniform"]], ...}'
 
 Each run trains the world (the `world` and `selection` artifacts) in its own temporary cache with the
 given `config.world().seed` and torch thread count, then prints one column: the selection, every rule
@@ -9,13 +10,21 @@ contrast sets) and whether it holds, the largest rise and fall of accuracy per w
 question, and the difficulty baseline's full-set AUC on the evaluation checkpoints when fitted on the
 training checkpoints and when fitted on the evaluation checkpoints. Not part of `make test`: a
 full-size run takes about 12 minutes on one core.
+
+`--branch-at F --endings JSON` compares endings of the mixture: the steps before share F of the run are
+trained once per seed and thread count (`train_run(keep_state=True)`), and each ending (the phases from F
+on) continues from that state (`train_run(resume=...)`), which gives bit for bit the run that the whole
+mixture trains from scratch (tests/test_robustness.py). An ending of the last quarter costs about a
+quarter of a run.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import tempfile
+from pathlib import Path
 
 import pandas as pd
 
@@ -55,6 +64,34 @@ def one_run(seed: int, threads: int, world=None, cache: str | None = None) -> di
     return row
 
 
+def branched_runs(seed: int, threads: int, at: float, endings: dict, world=None) -> list[dict]:
+    """One run per ending, from the state the shared steps (before share `at`) reach; see the module docstring."""
+    os.environ["HELPERS_THREADS"] = str(threads)
+    from helpers import artifacts, config, training
+
+    base = {"seed": seed} | {k: _tuples(v) for k, v in (world or {}).items()}
+    head = Path(tempfile.mkdtemp(prefix=f"world-s{seed}-t{threads}-head-"))
+    with config.override("world", **base):
+        steps = round(at * config.world().train_steps)
+        head_log, state = training.train_run(head, stop_after=steps, keep_state=True)
+        shared = tuple(p for p in config.world().phases if p[0] < at)
+    original, rows = artifacts.REGISTRY["world"].build, []
+
+    def resumed(folder: Path) -> dict:  # the `world` builder, from the shared state on
+        shutil.copytree(head / "checkpoints", folder / "checkpoints")
+        return {"log": pd.concat([head_log, training.train_run(folder, resume=state)], ignore_index=True)}
+
+    try:
+        artifacts.REGISTRY["world"].build = resumed
+        for name, ending in endings.items():
+            phases = [list(p) for p in shared] + ending
+            cache = tempfile.mkdtemp(prefix=f"world-s{seed}-t{threads}-{name}-")
+            rows.append({"ending": name, **one_run(seed, threads, (world or {}) | {"phases": phases}, cache)})
+    finally:
+        artifacts.REGISTRY["world"].build = original
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -63,12 +100,21 @@ def main() -> None:
                         help='`config.world()` overrides as JSON, e.g. {"phases": [[0, "small"], [0.5, "uniform"]]}')
     parser.add_argument("--full", action="store_true", help="full-size world (default: fast mode)")
     parser.add_argument("--cache", default=None, help="reuse this cache folder (one seed and thread count)")
+    parser.add_argument("--branch-at", type=float, default=None, help="share of the run the endings share")
+    parser.add_argument("--endings", default=None, help='name -> phases from --branch-at on, as JSON')
     args = parser.parse_args()
     os.environ["HELPERS_FAST"] = "0" if args.full else "1"
     world = json.loads(args.world) if args.world else None
-    rows = [one_run(seed, threads, world, args.cache) for seed in args.seeds for threads in args.threads]
+    if args.branch_at is None:
+        rows = [one_run(seed, threads, world, args.cache) for seed in args.seeds for threads in args.threads]
+        index = ["seed", "threads"]
+    else:
+        endings = json.loads(args.endings)
+        rows = [row for seed in args.seeds for threads in args.threads
+                for row in branched_runs(seed, threads, args.branch_at, endings, world)]
+        index = ["ending", "seed", "threads"]
     with pd.option_context("display.width", 250, "display.max_columns", None):
-        print(pd.DataFrame(rows).set_index(["seed", "threads"]).T.to_string())
+        print(pd.DataFrame(rows).set_index(index).T.to_string())
 
 
 if __name__ == "__main__":
