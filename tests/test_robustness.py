@@ -76,7 +76,7 @@ def test_a_run_branched_and_resumed_equals_the_uninterrupted_run(tmp_path):
     a, _ = load_pretrained(tmp_path / "whole" / "checkpoints" / "step-00040")
     b, _ = load_pretrained(tmp_path / "branch" / "checkpoints" / "step-00040")
     assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
-    # Another ending from the same state differs from step 21 on, and only there.
+    # Another ending from the same state trains the other phases from step 21 on, so another run.
     with config.override("world", **{**small, "phases": ((0.0, "small"), (0.5, "mixed"))}):
         other = training.train_run(tmp_path / "other", resume=state)
     assert other["phase"].eq("mixed").all() and not other["loss"].equals(rest["loss"])
