@@ -89,20 +89,17 @@ class World:
     lr: float = 5e-3  # 3e-3 learned too late for two windows at some seeds (tests/benchmarks/world_sweep.py)
     warmup_steps: int = 100
     weight_decay: float = 0.1
-    # The last third anneals the learning rate (cosine down to min_lr_ratio): a steadier final checkpoint.
-    lr_decay_start: float = 2 / 3
+    lr_decay_start: float = 2 / 3  # from here a cosine anneals the rate to min_lr_ratio: a steadier last checkpoint
     min_lr_ratio: float = 0.5
-    # The data mixture: (start as a share of training, phase). Mostly small operands (both below half the
-    # range), mostly large and mostly mixed ones (one of each) alternate every 240 steps, then the uniform mix
-    # trains while the learning rate anneals, as open models end pre-training, and a short large phase ends the
-    # run: ending on the uniform mix, one seed's final checkpoints lost too few answers to one another (59 < 100
-    # regressions) and a late learner's subtraction only rose in its evaluation window (tests/benchmarks/
-    # world_sweep.py --branch-at compared 9 endings over 3 seeds x {1, 2} threads).
+    # The data mixture: (start as a share of training, phase). Mostly small operands (both below half the range),
+    # mostly large and mostly mixed ones alternate every 240 steps; the uniform mix trains while the learning rate
+    # anneals, as open models end pre-training; a short large phase ends the run, so the last saves still forget
+    # (without it, 59 < 100 regressions at one seed, or a late learner's subtraction only rose; world_sweep.py
+    # --branch-at compared 9 endings over 3 seeds x {1, 2} threads).
     phases: tuple = ((0.0, "small"), (0.12, "large"), (0.2, "small"), (0.28, "mixed"), (0.36, "large"), (0.44, "small"),
                      (0.52, "mixed"), (0.6, "large"), (0.68, "small"), (0.76, "mixed"), (0.84, "uniform"), (0.95, "large"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
-    # Share of subtraction (uniform operands) per phase: almost none in large phases.
-    transfer_shares: tuple = (("small", 0.45), ("large", 0.03), ("mixed", 0.25), ("uniform", 0.3))
+    transfer_shares: tuple = (("small", 0.45), ("large", 0.03), ("mixed", 0.25), ("uniform", 0.3))  # subtraction per phase
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
     answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears
