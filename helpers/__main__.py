@@ -135,8 +135,10 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
         twins.student_copy(nb, path.name)  # a solution out of place fails now, not after the run
     start = time.perf_counter()
     # No timing metadata: a rerun that computes the same outputs writes the same file (git status stays clean).
+    # The kernel imports this checkout's helpers, also where .venv belongs to another clone (its editable install).
+    paths = os.pathsep.join(p for p in (str(config.REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(folder)}}).execute()
+                   resources={"metadata": {"path": str(folder)}}).execute(env={**os.environ, "PYTHONPATH": paths})
     seconds = time.perf_counter() - start
     join_streams(nb)
     explorers.strip_widgets(nb)  # the explorers' static figures stay; random widget ids would change every run

@@ -63,3 +63,28 @@ def test_join_streams_makes_a_rerun_write_the_same_file():
     join_streams(again)
     assert nb.cells[0].outputs == again.cells[0].outputs  # stderr between them keeps stdout pieces apart
     assert [o.text for o in nb.cells[0].outputs] == ["a\nb\n", "warn\n", "c\n"]
+
+
+def test_the_kernel_imports_this_checkouts_helpers(tmp_path, monkeypatch):
+    """A clone that borrows another clone's .venv (whose editable install points there) still runs its own
+    helpers in the kernels: run_notebook puts this repository first on the kernel's PYTHONPATH."""
+    import nbformat
+
+    import helpers.__main__ as main
+    from helpers import config
+
+    seen = {}
+
+    class Client:  # records what the kernel would be started with
+        def __init__(self, nb, **kwargs):
+            pass
+
+        def execute(self, **kwargs):
+            seen.update(kwargs)
+
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), path)
+    monkeypatch.setattr(main, "NotebookClient", Client)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    main.run_notebook(path, inplace=False)
+    assert seen["env"]["PYTHONPATH"].split(os.pathsep) == [str(config.REPO_ROOT), "/elsewhere"]
