@@ -1,16 +1,23 @@
 """The setup cell every notebook starts with.
 
-Top layer: imports config, plots and shipped.
+Top layer: imports config, plots and shipped (and the package's CPU_KERNELS).
 """
 from __future__ import annotations
 
 import platform
 from importlib import metadata
 
-from . import config, shipped
+from . import CPU_KERNELS, config, shipped
 from .plots import use_style
 
 _SHOWN = ("torch", "transformers", "peft", "numpy", "pandas", "scikit-learn", "relplot", "matplotlib")
+
+
+def cpu_kernels() -> str:
+    """The CPU kernels torch uses here ("AVX2", "AVX512", "DEFAULT", ...; helpers pins AVX2 where it can)."""
+    import torch  # local: importing this module stays light
+
+    return torch.backends.cpu.get_cpu_capability()
 
 
 def setup(seed: int = config.SEED) -> None:
@@ -23,6 +30,11 @@ def setup(seed: int = config.SEED) -> None:
     print(f"python {platform.python_version()}, {versions}")
     mode = "FAST (HELPERS_FAST=1: small sizes, for tests)" if config.fast_mode() else "full"
     print(f"mode: {mode}; random seed {seed}; {threads} torch threads")
+    kernels = cpu_kernels()
+    if kernels != CPU_KERNELS:  # only where it matters: committed outputs stay the same on every machine
+        print(f"torch CPU kernels: {kernels}, not the {CPU_KERNELS} ones the shipped world was built with: what torch "
+              "computes here can differ from the committed outputs in the last digits, and a rebuild can train "
+              "another world (README, 'What may differ on another machine')")
     print(shipped.use())
     changed = config.overrides()
     if changed:

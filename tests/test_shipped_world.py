@@ -2,16 +2,19 @@
 shipped run's log and weights.
 
 The full run takes about ten minutes; its first 100 steps (same schedule, `train_run(stop_after=100)`)
-take about half a minute with the series' two torch threads. On a machine of the kind that built the world,
-with the pinned packages, they are the same floats; the tolerance (losses to 1e-5, weights to 1e-4)
-only absorbs summation order on another CPU, where a complete rebuild may still drift further
-(README, "What may differ on another machine").
+take about half a minute with the series' two torch threads. With the pinned packages and torch's AVX2
+kernels (which `helpers` asks for on x86-64 Linux), they are the same floats on any processor that runs
+those kernels; the tolerance (losses to 1e-5, weights to 1e-4) is far below the 1.3e-3 in loss that torch's
+AVX-512 kernels moved the step-100 save on an AMD EPYC (README, "What may differ on another machine").
 """
 from __future__ import annotations
 
 import io
+import os
 import pickle
+import platform
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -32,10 +35,50 @@ def _shipped_world():
     return log, weights
 
 
+def _has_avx2() -> bool:
+    try:
+        return platform.machine().lower() in ("x86_64", "amd64") and "avx2" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+def test_torch_runs_the_shipped_worlds_cpu_kernels_where_the_processor_has_them():
+    """helpers pins torch's kernels before torch runs any (see helpers/__init__.py); where the processor
+    has no AVX2 (or is not x86-64 Linux), torch picks and the setup cell says so."""
+    import helpers
+    from helpers.notebook import cpu_kernels
+
+    if not _has_avx2():
+        pytest.skip("no AVX2 on this processor (or not Linux): torch picks its own kernels")
+    assert os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "avx2" == helpers.CPU_KERNELS.lower()
+    assert cpu_kernels() == helpers.CPU_KERNELS
+
+
+def test_the_kernel_pin_keeps_a_users_choice_and_skips_other_processors(monkeypatch):
+    import helpers
+
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    helpers._pin_cpu_kernels()
+    assert os.environ["ATEN_CPU_CAPABILITY"] == "default"  # a user's value is kept
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY")
+    monkeypatch.setattr(platform, "machine", lambda: "arm64")
+    helpers._pin_cpu_kernels()
+    assert "ATEN_CPU_CAPABILITY" not in os.environ  # no x86 kernels to ask for
+    if _has_avx2():
+        monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+        helpers._pin_cpu_kernels()
+        assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
+
+
 @pytest.mark.slow
 def test_a_retrained_prefix_matches_the_shipped_run(tmp_path, monkeypatch):
     if shipped.read_index() is None:
         pytest.skip("no shipped world in data/world/")
+    from helpers import CPU_KERNELS
+    from helpers.notebook import cpu_kernels
+
+    if cpu_kernels() != CPU_KERNELS:
+        pytest.skip(f"torch runs {cpu_kernels()} kernels here, not the shipped world's {CPU_KERNELS}: other floats")
     monkeypatch.setenv("HELPERS_FAST", "0")
     monkeypatch.setenv("HELPERS_THREADS", "2")  # the shipped run's count: other counts sum floats in another order
     monkeypatch.setenv("HELPERS_CACHE", str(tmp_path / "cache"))
