@@ -25,27 +25,33 @@ import platform
 import warnings
 from pathlib import Path
 
-# Torch picks its CPU kernels by what the processor offers, AVX-512 ones where it has them, and kernels of
-# another width sum floats in another order: on an AVX-512 machine, 100 steps of the world's training run
-# ended 1.3e-3 away from the shipped run in loss. The shipped world was built with torch's AVX2 kernels, which
-# most x86-64 processors made since 2015 run, so the series asks for them (torch reads ATEN_CPU_CAPABILITY at its
-# first kernel call: this runs before any). A value already set is kept; `helpers.notebook.setup` says where
-# the kernels in use are not these.
+# Torch and numpy pick their CPU kernels by what the processor offers, AVX-512 ones where it has them, and
+# kernels of another width sum floats in another order: on an AVX-512 machine, 100 steps of the world's training
+# run ended 1.3e-3 away from the shipped run in loss, and numpy's AVX-512 loops moved the results tables by up
+# to 2e-14. The shipped world was built with torch's AVX2 kernels and numpy's AVX2 loops, which most x86-64
+# processors made since 2015 run, so the series asks for them: torch reads ATEN_CPU_CAPABILITY at its first
+# kernel call and numpy reads NPY_DISABLE_CPU_FEATURES when it is imported, and this runs before either (a
+# process that imported numpy before helpers keeps its loops; tests/conftest.py imports helpers first).
+# A value already set is kept; `helpers.notebook.setup` says where the kernels in use are not these.
 CPU_KERNELS = "AVX2"
+NUMPY_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"  # numpy's AVX-512 dispatch targets (numpy 2.4)
 
 
 def _pin_cpu_kernels() -> None:
-    if "ATEN_CPU_CAPABILITY" in os.environ or platform.machine().lower() not in ("x86_64", "amd64"):
+    if platform.machine().lower() not in ("x86_64", "amd64"):
         return
     try:
         flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:  # not Linux: torch picks (set ATEN_CPU_CAPABILITY=avx2 by hand for the shipped floats)
+    except OSError:  # not Linux: torch and numpy pick (set both variables by hand for the shipped floats)
         return
     if "avx2" in flags:
-        os.environ["ATEN_CPU_CAPABILITY"] = CPU_KERNELS.lower()
+        os.environ.setdefault("ATEN_CPU_CAPABILITY", CPU_KERNELS.lower())
+    if "avx512f" in flags:
+        os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", NUMPY_AVX512)
 
 
 _pin_cpu_kernels()
+
 # tqdm.auto (imported by transformers) warns in Jupyter when ipywidgets is absent; the series
 # uses plain text progress bars on purpose, so that committed notebooks carry no widget state.
 warnings.filterwarnings("ignore", message="IProgress not found")

@@ -14,10 +14,13 @@ _SHOWN = ("torch", "transformers", "peft", "numpy", "pandas", "scikit-learn", "r
 
 
 def cpu_kernels() -> str:
-    """The CPU kernels torch uses here ("AVX2", "AVX512", "DEFAULT", ...; helpers pins AVX2 where it can)."""
+    """The CPU kernels torch uses here ("AVX2", "AVX512", "DEFAULT", ...; helpers pins AVX2 where it can),
+    plus ", numpy AVX-512" where numpy runs its AVX-512 loops (helpers turns them off where it can)."""
     import torch  # local: importing this module stays light
+    from numpy._core._multiarray_umath import __cpu_features__  # local: beside torch, read when asked
 
-    return torch.backends.cpu.get_cpu_capability()
+    numpy_avx512 = __cpu_features__.get("AVX512_SKX", False)
+    return torch.backends.cpu.get_cpu_capability() + (", numpy AVX-512" if numpy_avx512 else "")
 
 
 def setup(seed: int = config.SEED) -> None:
@@ -32,9 +35,9 @@ def setup(seed: int = config.SEED) -> None:
     print(f"mode: {mode}; random seed {seed}; {threads} torch threads")
     kernels = cpu_kernels()
     if kernels != CPU_KERNELS:  # only where it matters: committed outputs stay the same on every machine
-        print(f"torch CPU kernels: {kernels}, not the {CPU_KERNELS} ones the shipped world was built with: what torch "
-              "computes here can differ from the committed outputs in the last digits, and a rebuild can train "
-              "another world (README, 'What may differ on another machine')")
+        print(f"CPU kernels: {kernels}, not the {CPU_KERNELS} ones the shipped world was built with: what torch "
+              "and numpy compute here can differ from the committed outputs in the last digits, and a rebuild "
+              "can train another world (README, 'What may differ on another machine')")
     print(shipped.use())
     changed = config.overrides()
     if changed:

@@ -3,7 +3,7 @@ shipped run's log and weights.
 
 The full run takes about ten minutes; its first 100 steps (same schedule, `train_run(stop_after=100)`)
 take about half a minute with the series' two torch threads. With the pinned packages and torch's AVX2
-kernels (which `helpers` asks for on x86-64 Linux), they are the same floats on any processor that runs
+kernels (which `helpers` asks for on x86-64 Linux, with numpy's AVX2 loops), they are the same floats on any processor that runs
 those kernels; the tolerance (losses to 1e-5, weights to 1e-4) is far below the 1.3e-3 in loss that torch's
 AVX-512 kernels moved the step-100 save on an AMD EPYC (README, "What may differ on another machine").
 """
@@ -42,32 +42,46 @@ def _has_avx2() -> bool:
         return False
 
 
-def test_torch_runs_the_shipped_worlds_cpu_kernels_where_the_processor_has_them():
-    """helpers pins torch's kernels before torch runs any (see helpers/__init__.py); where the processor
-    has no AVX2 (or is not x86-64 Linux), torch picks and the setup cell says so."""
+def test_torch_and_numpy_run_the_shipped_worlds_cpu_kernels_where_the_processor_has_them():
+    """helpers pins torch's kernels and numpy's loops before either loads (helpers/__init__.py, and
+    tests/conftest.py imports helpers first); where the processor has no AVX2 (or is not x86-64 Linux),
+    they pick and the setup cell says so."""
     import helpers
     from helpers.notebook import cpu_kernels
 
     if not _has_avx2():
-        pytest.skip("no AVX2 on this processor (or not Linux): torch picks its own kernels")
+        pytest.skip("no AVX2 on this processor (or not Linux): torch and numpy pick their own kernels")
     assert os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "avx2" == helpers.CPU_KERNELS.lower()
-    assert cpu_kernels() == helpers.CPU_KERNELS
+    assert cpu_kernels() == helpers.CPU_KERNELS  # and no ", numpy AVX-512"
 
 
 def test_the_kernel_pin_keeps_a_users_choice_and_skips_other_processors(monkeypatch):
     import helpers
 
-    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    for name in ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES"):
+        monkeypatch.setenv(name, "mine")
     helpers._pin_cpu_kernels()
-    assert os.environ["ATEN_CPU_CAPABILITY"] == "default"  # a user's value is kept
-    monkeypatch.delenv("ATEN_CPU_CAPABILITY")
+    assert os.environ["ATEN_CPU_CAPABILITY"] == os.environ["NPY_DISABLE_CPU_FEATURES"] == "mine"  # kept
+    for name in ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES"):
+        monkeypatch.delenv(name)
     monkeypatch.setattr(platform, "machine", lambda: "arm64")
     helpers._pin_cpu_kernels()
-    assert "ATEN_CPU_CAPABILITY" not in os.environ  # no x86 kernels to ask for
+    assert "ATEN_CPU_CAPABILITY" not in os.environ and "NPY_DISABLE_CPU_FEATURES" not in os.environ  # not x86
     if _has_avx2():
         monkeypatch.setattr(platform, "machine", lambda: "x86_64")
         helpers._pin_cpu_kernels()
         assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
+        avx512 = "avx512f" in Path("/proc/cpuinfo").read_text().split()
+        assert os.environ.get("NPY_DISABLE_CPU_FEATURES") == (helpers.NUMPY_AVX512 if avx512 else None)
+
+
+def test_numpys_avx512_targets_are_the_ones_this_numpy_dispatches():
+    """NUMPY_AVX512 names dispatch targets of the pinned numpy: a name numpy does not know would be ignored."""
+    import helpers
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    known = set(__cpu_dispatch__) | set(__cpu_features__)
+    assert set(helpers.NUMPY_AVX512.split()) <= known
 
 
 @pytest.mark.slow
