@@ -37,13 +37,18 @@ CPU_KERNELS = "AVX2"
 NUMPY_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"  # numpy's AVX-512 dispatch targets (numpy 2.4)
 
 
-def _pin_cpu_kernels() -> None:
+def _cpu_flags() -> set[str]:
+    """The processor's flags on x86-64 Linux ("avx2", "avx512f", ...); elsewhere none."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return
+        return set()
     try:
-        flags = Path("/proc/cpuinfo").read_text().split()
+        return set(Path("/proc/cpuinfo").read_text().split())
     except OSError:  # not Linux: torch and numpy pick (set both variables by hand for the shipped floats)
-        return
+        return set()
+
+
+def _pin_cpu_kernels() -> None:
+    flags = _cpu_flags()
     if "avx2" in flags:
         os.environ.setdefault("ATEN_CPU_CAPABILITY", CPU_KERNELS.lower())
     if "avx512f" in flags:

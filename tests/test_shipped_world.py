@@ -3,8 +3,8 @@ shipped run's log and weights.
 
 The full run takes about ten minutes; its first 100 steps (same schedule, `train_run(stop_after=100)`)
 take about half a minute with the series' two torch threads. With the pinned packages and torch's AVX2
-kernels (which `helpers` asks for on x86-64 Linux, with numpy's AVX2 loops), they are the same floats on any processor that runs
-those kernels; the tolerance (losses to 1e-5, weights to 1e-4) is far below the 1.3e-3 in loss that torch's
+kernels (which `helpers` asks for on x86-64 Linux, with numpy's AVX2 loops), they are the same floats on
+any processor that runs those kernels; the tolerance (losses to 1e-5, weights to 1e-4) is far below the 1.3e-3 in loss that torch's
 AVX-512 kernels moved the step-100 save on an AMD EPYC (README, "What may differ on another machine").
 """
 from __future__ import annotations
@@ -14,7 +14,6 @@ import os
 import pickle
 import platform
 import tarfile
-from pathlib import Path
 
 import pytest
 
@@ -36,10 +35,9 @@ def _shipped_world():
 
 
 def _has_avx2() -> bool:
-    try:
-        return platform.machine().lower() in ("x86_64", "amd64") and "avx2" in Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
+    import helpers
+
+    return "avx2" in helpers._cpu_flags()
 
 
 def test_torch_and_numpy_run_the_shipped_worlds_cpu_kernels_where_the_processor_has_them():
@@ -58,6 +56,7 @@ def test_torch_and_numpy_run_the_shipped_worlds_cpu_kernels_where_the_processor_
 def test_the_kernel_pin_keeps_a_users_choice_and_skips_other_processors(monkeypatch):
     import helpers
 
+    flags = helpers._cpu_flags()  # before platform.machine is patched below
     for name in ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES"):
         monkeypatch.setenv(name, "mine")
     helpers._pin_cpu_kernels()
@@ -67,11 +66,11 @@ def test_the_kernel_pin_keeps_a_users_choice_and_skips_other_processors(monkeypa
     monkeypatch.setattr(platform, "machine", lambda: "arm64")
     helpers._pin_cpu_kernels()
     assert "ATEN_CPU_CAPABILITY" not in os.environ and "NPY_DISABLE_CPU_FEATURES" not in os.environ  # not x86
-    if _has_avx2():
+    if "avx2" in flags:
         monkeypatch.setattr(platform, "machine", lambda: "x86_64")
         helpers._pin_cpu_kernels()
         assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
-        avx512 = "avx512f" in Path("/proc/cpuinfo").read_text().split()
+        avx512 = "avx512f" in flags
         assert os.environ.get("NPY_DISABLE_CPU_FEATURES") == (helpers.NUMPY_AVX512 if avx512 else None)
 
 
