@@ -92,10 +92,10 @@ class World:
     lr_decay_start: float = 2 / 3  # from here a cosine anneals the rate to min_lr_ratio: a steadier last checkpoint
     min_lr_ratio: float = 0.5
     # The data mixture: (start as a share of training, phase). Mostly small operands (both below half the range),
-    # mostly large and mostly mixed ones alternate every 240 steps; the uniform mix trains while the learning rate
-    # anneals, as open models end pre-training; a short large phase ends the run, so the last saves still forget
-    # (without it, 59 < 100 regressions at one seed, or a late learner's subtraction only rose; world_sweep.py
-    # --branch-at compared 9 endings over 3 seeds x {1, 2} threads).
+    # mostly large and mostly mixed ones alternate every 240 steps; the uniform mix trains while the rate anneals, as
+    # open models end pre-training; a short large phase ends the run, so the last saves still forget (without it, 59 <
+    # 100 regressions at one seed; world_sweep.py compared 9 endings). When learning starts varies with seed and torch
+    # threads: a uniform or tiny-operand first phase, or lr 7e-3, only moved which runs learn late (world_sweep.py).
     phases: tuple = ((0.0, "small"), (0.12, "large"), (0.2, "small"), (0.28, "mixed"), (0.36, "large"), (0.44, "small"),
                      (0.52, "mixed"), (0.6, "large"), (0.68, "small"), (0.76, "mixed"), (0.84, "uniform"), (0.95, "large"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
