@@ -1,13 +1,13 @@
 """The setup cell every notebook starts with.
 
-Top layer: imports config, plots and shipped (and the package's CPU_KERNELS).
+Top layer: imports config, plots and shipped (and the package's CPU_KERNELS and NUMPY_AVX512).
 """
 from __future__ import annotations
 
 import platform
 from importlib import metadata
 
-from . import CPU_KERNELS, config, shipped
+from . import CPU_KERNELS, NUMPY_AVX512, config, shipped
 from .plots import use_style
 
 _SHOWN = ("torch", "transformers", "peft", "numpy", "pandas", "scikit-learn", "relplot", "matplotlib")
@@ -19,7 +19,7 @@ def cpu_kernels() -> str:
     import torch  # local: importing this module stays light
     from numpy._core._multiarray_umath import __cpu_features__  # local: beside torch, read when asked
 
-    numpy_avx512 = __cpu_features__.get("AVX512_SKX", False)
+    numpy_avx512 = any(__cpu_features__.get(name, False) for name in NUMPY_AVX512.split())  # the targets pinned off
     return torch.backends.cpu.get_cpu_capability() + (", numpy AVX-512" if numpy_avx512 else "")
 
 

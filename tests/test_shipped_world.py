@@ -4,8 +4,9 @@ shipped run's log and weights.
 The full run takes about ten minutes; its first 100 steps (same schedule, `train_run(stop_after=100)`)
 take about half a minute with the series' two torch threads. With the pinned packages and torch's AVX2
 kernels (which `helpers` asks for on x86-64 Linux, with numpy's AVX2 loops), they are the same floats on
-any processor that runs those kernels; the tolerance (losses to 1e-5, weights to 1e-4) is far below the 1.3e-3 in loss that torch's
-AVX-512 kernels moved the step-100 save on an AMD EPYC (README, "What may differ on another machine").
+any processor that runs those kernels; the tolerance (losses to 1e-5, weights to 1e-4) is far below the
+1.3e-3 in loss that torch's AVX-512 kernels moved the step-100 save on an AMD EPYC (README, "What may
+differ on another machine").
 """
 from __future__ import annotations
 
