@@ -1,7 +1,7 @@
 """Is the world robust? Train it with several seeds and thread counts and check the foundation's rules.
 
     python tests/benchmarks/world_sweep.py --seeds 0 1 2 --threads 1 2 [--world '{"phases": [[0, "small"], ...]}'] [--full] [--cache DIR]
-    python tests/benchmarks/world_sweep.py --full --seeds 1 --threads 2 --branch-at 0.76 --endings '{"A": [[0.76, "uniform"]], ...}'
+    python tests/benchmarks/world_sweep.py --full --seeds 1 --threads 2 --branch-at 0.81 --endings '{"A": [[0.81, "uniform"]], ...}'
 
 Each run trains the world (the `world` and `selection` artifacts) in its own temporary cache with the
 given `config.world().seed` and torch thread count, then prints one column: the selection, every rule
@@ -9,7 +9,7 @@ of `helpers.training.world_rules` (first and last accuracy, contrast-set sizes, 
 contrast sets) and whether it holds, the largest rise and fall of accuracy per window and kind of
 question, and the difficulty baseline's full-set AUC on the evaluation checkpoints when fitted on the
 training checkpoints and when fitted on the evaluation checkpoints. Not part of `make test`: a
-full-size run takes about 12 minutes on one core.
+full-size run takes about 13 minutes on one core.
 
 `--branch-at F --endings JSON` compares endings of the mixture: the steps before share F of the run are
 trained once per seed and thread count (`train_run(keep_state=True)`), and each ending (the phases from F
