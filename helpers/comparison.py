@@ -268,27 +268,30 @@ def notebook04_methods() -> dict[str, pd.DataFrame]:
             "copy": contrast.copy_confidences(greedy_results("test", [src, *ck.evaluation]), src, ck.evaluation)}
 
 
-@register("sc_differences", version="1")
+# 2: only the pairs whose contrast sets reach `min_size` for both methods, as the paper counts pairs
+@register("sc_differences", version="2")
 def _build_sc_differences(folder) -> pd.DataFrame:
     """Notebook 04 §7: self-consistency's AUC minus each other method's, full set and per neighbouring pair."""
-    ck, methods = _ck(), notebook04_methods()
-    rows = []
+    ck, methods, min_size = _ck(), notebook04_methods(), config.contrast().min_size
+    sc, rows = methods["self-consistency"], []
     for name, df in methods.items():
         if name == "self-consistency":
             continue
-        full = stats.full_set_bootstrap("auc", methods["self-consistency"], df, ck.evaluation, seed=0)
-        per_pair = [stats.contrast_bootstrap("auc", methods["self-consistency"], df, i, j, seed=0)
-                    for i, j in contrast.consecutive_pairs(ck.evaluation)]
+        full = stats.full_set_bootstrap("auc", sc, df, ck.evaluation, seed=0)
+        per_pair = [stats.contrast_bootstrap("auc", sc, df, i, j, seed=0) for i, j in contrast.consecutive_pairs(ck.evaluation)
+                    if min(len(contrast.contrast_set(sc, i, j)), len(contrast.contrast_set(df, i, j))) >= min_size]
         rows.append({"method": name, "full-set AUC: SC − method": full["difference"],
                      "interval excludes 0": not full["contains_zero"],
-                     "contrast AUC: SC − method (mean over pairs)": np.mean([r["difference"] for r in per_pair]),
+                     "contrast AUC: SC − method (mean over pairs)":
+                         np.mean([r["difference"] for r in per_pair]) if per_pair else np.nan,
                      "pairs where the interval excludes 0": f"{sum(not r['contains_zero'] for r in per_pair)} of {len(per_pair)}"})
     return pd.DataFrame(rows).set_index("method")
 
 
 def sc_differences() -> pd.DataFrame:
     """The cached table of notebook 04 §7: for each method of `notebook04_methods`, self-consistency's AUC minus
-    its own on the full set and averaged over neighbouring pairs, with the paired bootstrap's verdicts
+    its own on the full set and averaged over the neighbouring pairs whose contrast sets reach
+    `config.contrast().min_size` for both methods, with the paired bootstrap's verdicts
     (`config.bootstrap().n_resamples` resamples)."""
     return load_or_build("sc_differences")
 
