@@ -77,7 +77,7 @@ def set_threads(n: int | None = None) -> int:
 class World:
     """The training run whose saved checkpoints the series studies (notebook 00)."""
 
-    train_steps: int = 4000  # 3,000 (the same first 2,520 steps) left 1 of 6 runs learning too late (world_sweep.py)
+    train_steps: int = 4000  # 3,000 (the same mixture to step 2,520) left 1 of 6 runs learning too late (world_sweep.py)
     batch_size: int = 256
     save_every: int = 100
     n_checkpoints: int = 12  # selected from the saved ones, by what they know
