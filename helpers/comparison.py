@@ -268,18 +268,19 @@ def notebook04_methods() -> dict[str, pd.DataFrame]:
             "copy": contrast.copy_confidences(greedy_results("test", [src, *ck.evaluation]), src, ck.evaluation)}
 
 
-# 2: only the pairs whose contrast sets reach `min_size` for both methods, as the paper counts pairs
-@register("sc_differences", version="2")
+# 2-3: only the pairs with `min_size` contrast questions shared by both methods, as in `shared_bootstrap`
+@register("sc_differences", version="3")
 def _build_sc_differences(folder) -> pd.DataFrame:
     """Notebook 04 §7: self-consistency's AUC minus each other method's, full set and per neighbouring pair."""
     ck, methods, min_size = _ck(), notebook04_methods(), config.contrast().min_size
-    sc, rows = methods["self-consistency"], []
+    sc, pairs, rows = methods["self-consistency"], contrast.consecutive_pairs(ck.evaluation), []
+    sc_ids = {pair: contrast.contrast_set(sc, *pair)["question_id"] for pair in pairs}
     for name, df in methods.items():
         if name == "self-consistency":
             continue
         full = stats.full_set_bootstrap("auc", sc, df, ck.evaluation, seed=0)
-        per_pair = [stats.contrast_bootstrap("auc", sc, df, i, j, seed=0) for i, j in contrast.consecutive_pairs(ck.evaluation)
-                    if min(len(contrast.contrast_set(sc, i, j)), len(contrast.contrast_set(df, i, j))) >= min_size]
+        big = [p for p in pairs if np.intersect1d(sc_ids[p], contrast.contrast_set(df, *p)["question_id"]).size >= min_size]
+        per_pair = [stats.contrast_bootstrap("auc", sc, df, i, j, seed=0) for i, j in big]
         rows.append({"method": name, "full-set AUC: SC − method": full["difference"],
                      "interval excludes 0": not full["contains_zero"],
                      "contrast AUC: SC − method (mean over pairs)":
@@ -290,8 +291,8 @@ def _build_sc_differences(folder) -> pd.DataFrame:
 
 def sc_differences() -> pd.DataFrame:
     """The cached table of notebook 04 §7: for each method of `notebook04_methods`, self-consistency's AUC minus
-    its own on the full set and averaged over the neighbouring pairs whose contrast sets reach
-    `config.contrast().min_size` for both methods, with the paired bootstrap's verdicts
+    its own on the full set and averaged over the neighbouring pairs with at least
+    `config.contrast().min_size` contrast questions shared by both methods, with the paired bootstrap's verdicts
     (`config.bootstrap().n_resamples` resamples)."""
     return load_or_build("sc_differences")
 
