@@ -1,12 +1,16 @@
 # Two commands on a fresh machine: `make notebooks` (unpack the shipped world, run every notebook)
-# and `make test`. Each creates or reuses .venv by itself, with the exact versions of requirements.lock.
+# and `make test`. Each creates or reuses .venv by itself, with the exact versions of requirements.lock,
+# from the Python 3.11, 3.12 or 3.13 that PYTHON names (tools/check_python.py refuses others).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The CPU build of torch, named in the same pip call as everything else (one resolution: about 40 s less
-# than installing torch first): an unpinned torch pulls a multi-GB CUDA build.
+# torch, named in the same pip call as everything else (one resolution: about 40 s less than installing
+# torch first). Which build pip takes is the platform's: the CPU one on macOS and Windows, on Linux the
+# CUDA one (about 4 GB; it runs on the CPU too) unless PIP_ARGS names PyTorch's CPU wheel index
+# (docs/platforms.md). The shipped world is used with either.
 TORCH := torch==2.13.0
+PIP_ARGS ?=
 # pip compiles no bytecode (--no-compile below: about a minute of .venv went into compiling every file of every
 # package, torch's thousands included); one import then compiles what the series uses, and Python compiles any
 # other module the first time it is imported, keeping the .pyc. A machine that sets PYTHONDONTWRITEBYTECODE (this
@@ -16,8 +20,10 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: test notebooks data world pack lab bench clean book check-site
 
 $(STAMP): pyproject.toml requirements.lock
+	@command -v $(PYTHON) >/dev/null || { echo "make: '$(PYTHON)' is not on PATH: install Python 3.11, 3.12 or 3.13 and name it, e.g. make notebooks PYTHON=python3.12" >&2; exit 1; }
+	@$(PYTHON) tools/check_python.py
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --no-compile -c requirements.lock -e '.[dev]' $(TORCH)
+	$(PY) -m pip install --quiet --no-compile $(PIP_ARGS) -c requirements.lock -e '.[dev]' $(TORCH)
 	$(PY) -c "import helpers.notebook, helpers.explorers, nbclient, ipykernel.ipkernel, hypothesis, sklearn.calibration, xdist"  # compiles, once, what every test and kernel imports
 	touch $(STAMP)
 
@@ -56,11 +62,11 @@ pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write
 	$(PY) -m helpers notebooks --jobs 2  # again: the setup cells print how many shipped entries the new archives hold
 
 lab: $(STAMP)  ## open the notebooks in JupyterLab
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH)
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH) $(PIP_ARGS)
 	$(VENV)/bin/jupyter lab notebooks
 
 bench: $(STAMP)  ## benchmarks (not part of make test)
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[bench]' $(TORCH)
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[bench]' $(TORCH) $(PIP_ARGS)
 	$(PY) tests/benchmarks/bench_metrics.py
 	$(PY) tests/benchmarks/bench_stats.py
 	$(PY) tests/benchmarks/bench_series.py
@@ -78,7 +84,7 @@ book: $(STAMP)  ## the course website in build/site (docs/guide.md is the front 
 CHECK_NOTEBOOK ?= notebooks/01_reliability_diagrams_and_ece.ipynb
 check-site: book  ## check the website and the notebook explorer in a real browser
 	tools/install_chromium.sh
-	test -x $(VENV)/bin/jupyter-lab || $(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH)
+	test -x $(VENV)/bin/jupyter-lab || $(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH) $(PIP_ARGS)
 	test -x .venv-site/bin/python || $(PYTHON) -m venv .venv-site
 	.venv-site/bin/python -m pip install --quiet -r tools/requirements-site.txt
 	.venv-site/bin/python tools/check_site.py --site build/site --screenshots build/screenshots \

@@ -12,6 +12,7 @@ The top layer: imports whatever the build stages need.
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import multiprocessing
 import os
@@ -130,6 +131,7 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
     """Execute one notebook in a fresh kernel (in the notebooks folder, also for an answer twin);
     returns seconds (or, with `keep`, the executed notebook). Saving a twin also writes its learner's copy."""
     nb = nbformat.read(path, as_version=4)
+    committed_metadata = copy.deepcopy(nb.metadata)
     folder = twins.student_path(path).parent if twins.is_twin(path) else path.parent
     if inplace and twins.is_twin(path):
         twins.student_copy(nb, path.name)  # a solution out of place fails now, not after the run
@@ -140,6 +142,7 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
     NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
                    resources={"metadata": {"path": str(folder)}}).execute(env={**os.environ, "PYTHONPATH": paths})
     seconds = time.perf_counter() - start
+    nb.metadata = committed_metadata  # the kernel's Python version is no result: another Python rewrites only outputs
     join_streams(nb)
     explorers.strip_widgets(nb)  # the explorers' static figures stay; random widget ids would change every run
     if inplace:
@@ -168,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.scratch:
         os.environ["HELPERS_SHIPPED"] = "0"  # the notebooks' setup cell then unpacks nothing either
     if args.command == "build":
-        if os.environ.get("HELPERS_SHIPPED", "1") != "0" and not config.fast_mode() and shipped.read_index() is not None:
-            print(f"shipped world: {shipped.install()}", flush=True)
+        print(shipped.use(), flush=True)  # unpacks it, and says which package versions differ from its own
         build_all(args.only, args.jobs)
     elif args.command == "pack":
         index = shipped.pack(read_log=None if args.read_log is None else Path(args.read_log))

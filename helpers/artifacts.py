@@ -8,6 +8,13 @@ each recorded setting still has its recorded value, each artifact it loaded is s
 file still has its checksum. So changing a setting rebuilds exactly the entries that read it and
 everything built from them, in a running kernel too, and nothing else.
 
+Package versions are provenance, not validity: an entry is a result, like a figure in a paper, and a
+reader's other Python or torch build does not refuse it (`version_differences` says what differs, and
+the setup cell reports it). Versions matter when an entry is *rebuilt*: another torch sums floats in
+another order. So before anything is built, `folder` says what it will build, roughly how long that
+takes from the timings of the entry it replaces, and whether this machine's versions differ from the
+ones that entry was built with.
+
 Layout: ``cache/<mode>/<name>/<params>/<entry id>/``. Entries built under other settings stay beside
 each other, so switching a setting back reuses the old entry. A build runs in a temporary folder that
 is renamed into place only when complete, under a lock per (name, params): a second process waits for
@@ -93,6 +100,17 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def version_differences(recorded: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """{package: (recorded, here)} for every package whose version here differs from `recorded`."""
+    here = package_versions()
+    return {pkg: (was, here.get(pkg, "absent")) for pkg, was in recorded.items() if here.get(pkg, "absent") != was}
+
+
+def describe_versions(differ: dict[str, tuple[str, str]]) -> str:
+    """"python 3.11 -> 3.12, torch 2.13.0+cpu -> 2.13.0+cu130" (recorded -> here)."""
+    return ", ".join(f"{pkg} {was} -> {now}" for pkg, (was, now) in differ.items())
+
+
 def _artifact(name: str) -> Artifact:
     if name not in REGISTRY:
         raise ValueError(f"unknown artifact {name!r}; known artifacts: {sorted(REGISTRY)}")
@@ -166,8 +184,6 @@ def _check(folder: Path, stamp: int) -> str | None:
     art = REGISTRY.get(manifest["name"])
     if art is None or manifest["version"] != art.version or manifest.get("cache_version") != CACHE_VERSION:
         return "the builder's version changed"
-    if manifest["versions"] != package_versions():
-        return "package versions changed"
     for key, recorded in manifest["reads"].items():
         try:
             now = config.canonical(config.value(key))
@@ -307,11 +323,58 @@ def folder(name: str, **params) -> Path:
     """The folder of the valid entry (built first if needed). Inside a build, recorded as an input."""
     found, reason = _valid_entry(name, params)
     if found is None:
-        print(f"building {name} ({label(params)}): {reason}", file=sys.stderr, flush=True)
+        print(f"building {name} ({label(params)}): {reason}; {rebuild_plan(name, params)}",
+              file=sys.stderr, flush=True)
         found = build(name, **params)
     _record_dep(name, params, found)
     _log_read(found)
     return found
+
+
+def rebuild_plan(name: str, params: dict) -> str:
+    """What building (name, params) now involves, said before it starts: how many entries (this one and
+    the upstream ones that are out of date too), roughly how long on two cores (the own build times in
+    the manifests of the entries they replace, e.g. the shipped ones), and whether this machine's package
+    versions differ from the ones those were built with (then its numbers differ from the committed ones)."""
+    entries = _entries(name, params)
+    old = _read_manifest(entries[0]) if entries else None
+    if old is None:  # never built with these parameters: time it by other entries of the same artifact
+        others = [m for m in map(_read_manifest, sorted((config.cache_dir() / name).glob("*/*/"))) if m]
+        if not others:
+            return "no earlier build to time it by"
+        seconds = sorted(float(m.get("own_seconds", 0)) for m in others)[len(others) // 2]
+        return f"about {_duration(seconds)} on two cores (as other entries of {name} took){_versions_note(others[0])}"
+    seen: set[str] = set()
+    seconds = _rebuild_seconds(old, seen)
+    upstream = f" and {len(seen)} out-of-date upstream entries" if seen else ""
+    return f"this rebuilds it{upstream}, about {_duration(seconds)} on two cores{_versions_note(old)}"
+
+
+def _rebuild_seconds(manifest: dict, seen: set[str]) -> float:
+    """The own build time of `manifest`'s entry plus that of every upstream entry that must be rebuilt
+    with it (each counted once; `seen` collects them)."""
+    total = float(manifest.get("own_seconds", manifest.get("seconds", 0)) or 0)
+    for dep in manifest.get("deps", []):
+        key = dep["name"] + "/" + json.dumps(dep["params"], sort_keys=True)
+        if key in seen or _valid_entry(dep["name"], dep["params"])[0] is not None:
+            continue  # counted already, or reused as it is
+        seen.add(key)
+        upstream = _read_manifest(_params_dir(dep["name"], dep["params"]) / dep["id"])
+        if upstream is not None:
+            total += _rebuild_seconds(upstream, seen)
+    return total
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def _versions_note(reference: dict) -> str:
+    differ = version_differences(reference.get("versions", {}))
+    if not differ:
+        return ""
+    return (f"; built here under other package versions ({describe_versions(differ)}), so its numbers "
+            "will differ from the committed notebooks' (a retrained model's, by more than the last digits)")
 
 
 def _log_read(found: Path) -> None:

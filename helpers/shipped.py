@@ -155,18 +155,25 @@ def use() -> str:
         index = read_index()
         if index is None:
             return "shipped world: none in data/world/ (everything is built on this machine)"
-        versions = artifacts.package_versions()
-        if index["versions"] != versions:
-            differ = {k: (v, versions.get(k)) for k, v in index["versions"].items() if versions.get(k) != v}
-            return (f"shipped world: NOT USED: it was built with other package versions (shipped, here): {differ}; "
-                    "`make notebooks` installs the pinned ones. This machine builds its own world, with other numbers")
         install()
     except ValueError as err:
         return f"shipped world: NOT USED: {err}"
     entries = [e for info in index["archives"].values() for e in info["entries"]]
     usable = sum(artifacts.entry_problem(e) is None for e in entries)
     return (f"shipped world: verified, {usable} of {len(entries)} shipped entries in use"
-            + ("" if usable == len(entries) else " (the others: settings changed since they were built)"))
+            + ("" if usable == len(entries) else " (the others: settings changed since they were built)")
+            + versions_note(index))
+
+
+def versions_note(index: dict) -> str:
+    """'' where this machine has the versions the world was built with; else one clause saying which
+    differ and what that can change. A shipped entry is a result: other versions never refuse it."""
+    differ = artifacts.version_differences(index.get("versions", {}))
+    if not differ:
+        return ""
+    return (f"; built under other versions than these ({artifacts.describe_versions(differ)}): nothing is "
+            "rebuilt for that, but what a cell computes with torch or numpy itself can differ from the "
+            "committed outputs in the last digits (docs/platforms.md)")
 
 
 # ---------------------------------------------------------------------------- packing

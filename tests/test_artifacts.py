@@ -107,7 +107,7 @@ def test_a_change_in_a_running_process_is_seen_at_once(toy):
 
 @pytest.mark.parametrize(
     "damage",
-    ["corrupt_manifest", "delete_manifest", "truncate_result", "change_read", "delete_file", "change_versions"],
+    ["corrupt_manifest", "delete_manifest", "truncate_result", "change_read", "delete_file"],
 )
 def test_damaged_entries_are_rebuilt(toy, damage):
     artifacts.load_or_build("_toy_base")
@@ -124,15 +124,66 @@ def test_damaged_entries_are_rebuilt(toy, damage):
         (folder / "extra.txt").unlink()
     else:
         m = json.loads(manifest.read_text())
-        if damage == "change_read":
-            m["reads"]["splits.n_test"] = -1
-        else:
-            m["versions"]["torch"] = "0.0"
+        m["reads"]["splits.n_test"] = -1
         manifest.write_text(json.dumps(m))
     assert artifacts.why_invalid("_toy_base") is not None
     df = artifacts.load_or_build("_toy_base")
     assert toy == [("base", 3), ("base", 3)] and len(df) == 3 + config.self_consistency().num_beams
     assert artifacts.why_invalid("_toy_base") is None
+
+
+def _other_versions(monkeypatch):
+    """This process reports other package versions than the ones the entries were built with."""
+    theirs = dict(artifacts.package_versions(), python="3.99", torch="9.9.9+cu999")
+    monkeypatch.setattr(artifacts, "package_versions", lambda: dict(theirs))
+    artifacts.forget()
+
+
+def test_other_package_versions_never_refuse_an_entry_and_are_reported(toy, monkeypatch):
+    """The acceptance rule: an entry is a result. Read under other versions (another Python, a CUDA
+    build of torch) it is used as it is; what differs is reported, never rebuilt."""
+    first = artifacts.load_or_build("_toy_top")
+    built_with = artifacts.manifest("_toy_top")["versions"]
+    _other_versions(monkeypatch)
+    assert artifacts.why_invalid("_toy_top") is None and artifacts.why_invalid("_toy_base", size=2) is None
+    assert artifacts.load_or_build("_toy_top") == first and toy == [("top",), ("base", 2)]  # nothing rebuilt
+    differ = artifacts.version_differences(built_with)
+    assert differ == {"python": (built_with["python"], "3.99"), "torch": (built_with["torch"], "9.9.9+cu999")}
+    assert artifacts.describe_versions(differ) == f"python {built_with['python']} -> 3.99, torch {built_with['torch']} -> 9.9.9+cu999"
+
+
+def test_under_other_versions_a_changed_setting_or_builder_still_rebuilds(toy, monkeypatch):
+    artifacts.load_or_build("_toy_top")
+    _other_versions(monkeypatch)
+    with config.override("adapters", lr=0.5):
+        assert "setting adapters.lr changed" in artifacts.why_invalid("_toy_top")
+        assert artifacts.load_or_build("_toy_top")["lr"] == 0.5
+    artifacts.REGISTRY["_toy_base"].version = "2"
+    assert "version" in artifacts.why_invalid("_toy_base", size=2)
+    assert artifacts.why_invalid("_toy_top") is not None  # its base is out of date
+    artifacts.load_or_build("_toy_top")
+    assert toy == [("top",), ("base", 2), ("top",), ("top",), ("base", 2)]
+
+
+def test_a_rebuild_says_what_it_builds_how_long_it_takes_and_that_versions_differ(toy, monkeypatch, capsys):
+    artifacts.load_or_build("_toy_top")
+    for name, params in (("_toy_top", {}), ("_toy_base", {"size": 2})):  # as if each took a minute to build
+        path = _entry(name, **params) / artifacts.MANIFEST
+        m = json.loads(path.read_text())
+        m["own_seconds"] = 60.0
+        path.write_text(json.dumps(m))
+    artifacts.forget()
+    with config.override("self_consistency", num_beams=1):  # read by the base only: both are out of date
+        assert artifacts.rebuild_plan("_toy_top", {}) == (
+            "this rebuilds it and 1 out-of-date upstream entries, about 2 min on two cores")
+        assert artifacts.rebuild_plan("_toy_base", {"size": 9}).startswith("about 60 s on two cores (as other")
+        _other_versions(monkeypatch)
+        plan = artifacts.rebuild_plan("_toy_top", {})
+        assert "other package versions (python" in plan and "will differ from the committed" in plan
+        capsys.readouterr()
+        artifacts.load_or_build("_toy_top")
+    said = capsys.readouterr().err
+    assert said.startswith("building _toy_top (no parameters): it was built from _toy_base") and "about 2 min" in said
 
 
 def test_a_new_builder_version_rebuilds(toy):

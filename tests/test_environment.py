@@ -61,3 +61,18 @@ def test_ci_runs_the_readme_test_command_and_nothing_else():
     assert lines[-1].strip() == "make test"
     assert all(l.startswith(("set ", "cd ")) for l in lines[:-1])
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+def test_make_refuses_a_python_outside_the_tested_range_and_pyproject_agrees():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("check_python", ROOT / "tools" / "check_python.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    assert [check.problem(v, "py") is None for v in ((3, 10, 0), (3, 11, 9), (3, 12, 1), (3, 13, 0), (3, 14, 0))] \
+        == [False, True, True, True, False]
+    assert "py is Python 3.10; the series runs on Python 3.11 to 3.13" in check.problem((3, 10, 13), "py")
+    newest = check.NEWEST[0], check.NEWEST[1] + 1
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == ">={}.{},<{}.{}".format(*check.OLDEST, *newest)
+    assert "@$(PYTHON) tools/check_python.py" in (ROOT / "Makefile").read_text()
