@@ -17,21 +17,28 @@ PIP_ARGS ?=
 # one does) would recompile on every import (`import helpers` 27 s instead of 13), so the targets let Python write it.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: test notebooks data world pack lab bench clean book check-site
+.DEFAULT_GOAL := help
+.PHONY: help test lint notebooks data world pack lab bench clean book check-site
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
 
 $(STAMP): pyproject.toml requirements.lock
 	@command -v $(PYTHON) >/dev/null || { echo "make: '$(PYTHON)' is not on PATH: install Python 3.11, 3.12 or 3.13 and name it, e.g. make notebooks PYTHON=python3.12" >&2; exit 1; }
 	@$(PYTHON) tools/check_python.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --no-compile $(PIP_ARGS) -c requirements.lock -e '.[dev]' $(TORCH)
-	$(PY) -c "import helpers.notebook, helpers.explorers, nbclient, ipykernel.ipkernel, hypothesis, sklearn.calibration, xdist"  # compiles, once, what every test and kernel imports
+	$(PY) -c "import helpers.build.notebook, helpers.figures.explorers, nbclient, ipykernel.ipkernel, hypothesis, sklearn.calibration, xdist"  # compiles, once, what every test and kernel imports
 	touch $(STAMP)
 
 # Two workers with one torch thread each (the shipped-world checks ask for the world's two), and OpenMP
 # threads that sleep rather than spin while they wait: two busy-waiting workers on two cores slowed a
 # 20-second test to seven minutes.
-test: $(STAMP)  ## unit tests, every notebook in fast mode, the shipped world's outputs (two workers)
+test: lint  ## the linter, unit tests, every notebook in fast mode, the shipped world's outputs (two workers)
 	HELPERS_FAST=1 HELPERS_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist worksteal
+
+lint: $(STAMP)  ## ruff on helpers/, tests/, tools/ and book/ (pyproject.toml's [tool.ruff])
+	$(VENV)/bin/ruff check --quiet helpers tests tools book
 
 # Two notebooks at a time (each in its own kernel, reading the same cache: the same outputs as one at a
 # time), with OpenMP threads that sleep while they wait, as in `make world`.
@@ -61,12 +68,19 @@ pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write
 	$(PY) -m helpers pack --read-log data/read.log
 	$(PY) -m helpers notebooks --jobs 2  # again: the setup cells print how many shipped entries the new archives hold
 
-lab: $(STAMP)  ## open the notebooks in JupyterLab
+# The extras of `lab` and `bench` are installed once (a stamp each), like .venv itself.
+$(VENV)/.lab: $(STAMP)
 	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH) $(PIP_ARGS)
+	touch $@
+
+$(VENV)/.bench: $(STAMP)
+	$(PY) -m pip install --quiet -c requirements.lock -e '.[bench]' $(TORCH) $(PIP_ARGS)
+	touch $@
+
+lab: $(VENV)/.lab  ## open the notebooks in JupyterLab
 	$(VENV)/bin/jupyter lab notebooks
 
-bench: $(STAMP)  ## benchmarks (not part of make test)
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[bench]' $(TORCH) $(PIP_ARGS)
+bench: $(VENV)/.bench  ## benchmarks (not part of make test)
 	$(PY) tests/benchmarks/bench_metrics.py
 	$(PY) tests/benchmarks/bench_stats.py
 	$(PY) tests/benchmarks/bench_series.py
@@ -82,9 +96,8 @@ book: $(STAMP)  ## the course website in build/site (docs/guide.md is the front 
 # Playwright from .venv-site), then notebook 01's explorer in JupyterLab; screenshots in build/screenshots/.
 # The notebook whose ipywidgets explorer (the cell tagged `explorer`) check-site moves.
 CHECK_NOTEBOOK ?= notebooks/01_reliability_diagrams_and_ece.ipynb
-check-site: book  ## check the website and the notebook explorer in a real browser
+check-site: book $(VENV)/.lab  ## check the website and the notebook explorer in a real browser
 	tools/install_chromium.sh
-	test -x $(VENV)/bin/jupyter-lab || $(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH) $(PIP_ARGS)
 	test -x .venv-site/bin/python || $(PYTHON) -m venv .venv-site
 	.venv-site/bin/python -m pip install --quiet -r tools/requirements-site.txt
 	.venv-site/bin/python tools/check_site.py --site build/site --screenshots build/screenshots \

@@ -50,8 +50,8 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 # lesson leads into them.
 PARTS = [
     ("Notebooks", ["notebooks/*.ipynb"]),
-    ("Reference", ["docs/glossary.md", "docs/references.md", "docs/platforms.md",
-                   "The repository (README) <README.md>"]),
+    ("Reference", ["docs/glossary.md", "docs/references.md", "docs/platforms.md", "docs/api.md",
+                   "docs/performance.md", "docs/maintainers.md", "The repository (README) <README.md>"]),
     ("Solutions", ["book/solutions.md"]),
 ]
 SOLUTIONS = "notebooks/solutions/*.ipynb"

@@ -1,24 +1,20 @@
 """Helpers for the notebook series on the confidence calibration of language models.
 
-The modules form layers; each imports only modules of lower layers (tests/test_layers.py checks it,
-and that no two modules import each other, directly or through others):
+The package is in layers, one folder each (``config`` is one module), in import order; a module imports
+only from its own layer or lower ones (tests/test_layers.py checks it, and that no artifact is loaded by
+name from a higher layer than its builder's):
 
-0. ``config`` (every setting), ``validation`` (argument checks)
-1. ``sums`` (questions and splits), ``artifacts`` (the cache), ``metrics``
-2. ``model`` (tokenizer and GPT-2), ``loop`` (the training loop), ``contrast`` (contrast sets), ``plots``,
-   ``shipped`` (the trained world committed under data/world/)
-3. ``lora`` (the one LoRA implementation), ``checkpoints`` (which exist, where, loading), ``stats`` (bootstrap)
-4. ``decoding`` (greedy, sampling, beams; cached greedy results), ``shared_bootstrap`` (the bootstrap over pairs)
-5. ``training`` (the world's run and the checkpoint selection)
-6. ``rl`` (notebook 01's post-training) and ``confidence.*`` (the methods; acyclic among themselves)
-7. ``comparison`` (the results tables of notebooks 05 and 06), ``findings`` (the claims, decided by the bootstrap),
-   ``explorers`` (ipywidgets controls over the figures)
-8. ``notebook`` (the setup cell), ``twins`` (the learner's notebooks, derived from the answer twins),
-   ``__main__`` (the command line)
+- ``config``: every size, seed and hyper-parameter, in one place a user overrides
+- ``cache/``: train-or-load (``artifacts``) and the shipped world (``shipped``): machinery
+- ``evaluation/``: metrics, contrast sets, bootstrap statistics and the claims decided by them
+- ``world/``: the sum world, the tiny GPT-2, its training run, checkpoints, decoding, post-training
+- ``confidence/``: the confidence methods (self-consistency, verbalized, adapters, baselines, ...)
+- ``results/``: the results tables of notebooks 05 and 06
+- ``figures/``: plots and the ipywidgets explorers
+- ``build/``: the notebooks' setup cell, the answer twins and the command line: machinery
 
-Importing the package imports the modules that register cached artifacts (``training``,
-``decoding``, ``rl``, ``confidence.*``, ``comparison``), so that `helpers.artifacts` can build any
-artifact by name without importing its users.
+Importing the package imports every module that registers a cached artifact (below), so that
+`helpers.cache.artifacts` can build any artifact by name without importing its builders.
 """
 import os
 import platform
@@ -32,7 +28,7 @@ from pathlib import Path
 # processors made since 2015 run, so the series asks for them: torch reads ATEN_CPU_CAPABILITY at its first
 # kernel call and numpy reads NPY_DISABLE_CPU_FEATURES when it is imported, and this runs before either (a
 # process that imported numpy before helpers keeps its loops; tests/conftest.py imports helpers first).
-# A value already set is kept; `helpers.notebook.setup` says where the kernels in use are not these.
+# A value already set is kept; `helpers.build.notebook.setup` says where the kernels in use are not these.
 CPU_KERNELS = "AVX2"
 NUMPY_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR"  # numpy's AVX-512 dispatch targets (numpy 2.4)
 
@@ -61,17 +57,10 @@ _pin_cpu_kernels()
 # uses plain text progress bars on purpose, so that committed notebooks carry no widget state.
 warnings.filterwarnings("ignore", message="IProgress not found")
 
-LAYERS = [
-    ["config", "validation"],
-    ["sums", "artifacts", "metrics"],
-    ["model", "loop", "contrast", "plots", "shipped"],
-    ["lora", "checkpoints", "stats"],
-    ["decoding", "shared_bootstrap"],
-    ["training"],
-    ["rl", "confidence"],
-    ["comparison", "findings", "explorers"],
-    ["notebook", "twins", "__main__"],
-]
+LAYERS = ["config", "cache", "evaluation", "world", "confidence", "results", "figures", "build"]
 
-from . import comparison, decoding, rl, training  # noqa: E402,F401  (register their builders)
-from .confidence import feature_variance, verbalized  # noqa: E402,F401  (not imported by the modules above)
+# Every module that registers a builder (`@artifacts.register`), so that any artifact can be built by name.
+from helpers.confidence import adapters, baselines, feature_variance  # noqa: E402,F401
+from helpers.confidence import p_true, self_consistency, verbalized  # noqa: E402,F401
+from helpers.results import comparison  # noqa: E402,F401
+from helpers.world import decoding, rl, training  # noqa: E402,F401

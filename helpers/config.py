@@ -10,10 +10,8 @@ evaluation questions), `post_training` (01), `self_consistency` (02, 04-06), `ve
 Read a group with its function (`config.adapters().lr`). Change one for a while with
 ``with config.override("adapters", lr=1e-3): ...``, or for the rest of the session with
 ``config.override("self_consistency", num_beams=5)`` (undo with `config.reset()`), or from the shell
-with HELPERS_OVERRIDES='{"self_consistency": {"num_beams": 5}}'. The cache (`helpers.artifacts`) records
+with HELPERS_OVERRIDES='{"self_consistency": {"num_beams": 5}}'. The cache (`helpers.cache.artifacts`) records
 every setting a build reads, so after a change exactly what read it is rebuilt, in a running kernel too.
-
-Layer 0 of the package: imports nothing from it.
 """
 from __future__ import annotations
 
@@ -59,11 +57,17 @@ def set_seed(seed: int = SEED) -> None:
     torch.manual_seed(int(seed))
 
 
+def threads() -> int:
+    """The torch thread count builds use: HELPERS_THREADS, else 2 (the shipped world's count). Recorded in
+    every cache entry: another count sums floats in another order, so it rebuilds what it changes."""
+    return int(os.environ.get("HELPERS_THREADS", 0)) or 2
+
+
 def set_threads(n: int | None = None) -> int:
-    """Use `n` torch threads (default HELPERS_THREADS, else 2: the shipped world's count); returns it."""
+    """Use `n` torch threads (default `threads()`); returns it."""
     import torch  # local: see set_seed
 
-    n = n or int(os.environ.get("HELPERS_THREADS", 0)) or 2
+    n = n or threads()
     if n < 1:
         raise ValueError(f"thread count must be >= 1, got {n}")
     torch.set_num_threads(n)
@@ -77,7 +81,8 @@ def set_threads(n: int | None = None) -> int:
 class World:
     """The training run whose saved checkpoints the series studies (notebook 00)."""
 
-    train_steps: int = 4000  # 3,000 (the same mixture to step 2,520) left 1 of 6 runs learning too late (world_sweep.py)
+    train_steps: int = 4000  # 3,000 (the same mixture to step 2,520) left 1 of 6 runs learning too late
+                             # (world_sweep.py)
     batch_size: int = 256
     save_every: int = 100
     n_checkpoints: int = 12  # selected from the saved ones, by what they know
@@ -93,13 +98,15 @@ class World:
     min_lr_ratio: float = 0.5
     # The data mixture: (start as a share of training, phase). Mostly small operands (both below half the range),
     # mostly large and mostly mixed ones alternate every 240 steps; the uniform mix trains while the rate anneals, as
-    # open models end pre-training; a short large phase ends the run, so the last saves still forget (9 endings compared).
-    # Learning starts at step 600-1,700 by seed and threads; 4,000 steps put alternations after it in both windows.
-    phases: tuple = ((0.0, "small"), (0.09, "large"), (0.15, "small"), (0.21, "mixed"), (0.27, "large"), (0.33, "small"),
-                     (0.39, "mixed"), (0.45, "large"), (0.51, "small"), (0.57, "mixed"), (0.63, "large"), (0.69, "small"),
-                     (0.75, "mixed"), (0.81, "uniform"), (0.95, "large"))
+    # open models end pre-training; a short large phase ends the run, so the last saves still forget (9 endings
+    # compared). Learning starts at step 600-1,700 by seed and threads; 4,000 steps put alternations after it in both
+    # windows.
+    phases: tuple = ((0.0, "small"), (0.09, "large"), (0.15, "small"), (0.21, "mixed"), (0.27, "large"),
+                     (0.33, "small"), (0.39, "mixed"), (0.45, "large"), (0.51, "small"), (0.57, "mixed"),
+                     (0.63, "large"), (0.69, "small"), (0.75, "mixed"), (0.81, "uniform"), (0.95, "large"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
-    transfer_shares: tuple = (("small", 0.45), ("large", 0.03), ("mixed", 0.25), ("uniform", 0.3))  # subtraction per phase
+    # subtraction per phase
+    transfer_shares: tuple = (("small", 0.45), ("large", 0.03), ("mixed", 0.25), ("uniform", 0.3))
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
     answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears
@@ -109,7 +116,8 @@ class World:
     evaluation_start: float = 0.35  # 0.4 with first_below 0.35 left 97 regressions between neighbours at one seed
     # The rules a world must meet (notebook 00 prints them): first and last test accuracy, regressions between
     # neighbouring evaluation checkpoints per 5,000 test questions, and the accuracy step that counts as moving.
-    rules: tuple = (("first_below", 0.40), ("last_at_least", 0.85), ("regressions_per_5000", 100), ("both_ways_at_least", 0.02))
+    rules: tuple = (("first_below", 0.40), ("last_at_least", 0.85), ("regressions_per_5000", 100),
+                    ("both_ways_at_least", 0.02))
     seed: int = SEED
 
 
@@ -170,7 +178,8 @@ class Verbalized:
     lr: float = 5e-3  # linearly decayed to 0
     batch_size: int = 16
     n_rephrase: int = 1000  # test questions asked in every phrasing (notebook 03, section 4)
-    new_tokens: str = "\nC:%"  # the suffix's characters (the LM saw only "C", in "Correct?"); their embeddings train too
+    new_tokens: str = "\nC:%"  # the suffix's characters (the LM saw only "C", in "Correct?"); their embeddings
+                               # train too
     seed: int = 0
 
 
@@ -200,10 +209,12 @@ class GCM:
 
     seed: int = 1  # the world trains with seed 0
     batch_size: int = 64
-    lr: float = 2e-3  # 5e-3 stalled near 0.60 by step 6000, 1e-2 at 0.24 (measured on the previous, 5-25% subtraction stream)
+    lr: float = 2e-3  # 5e-3 stalled near 0.60 by step 6000, 1e-2 at 0.24 (measured on the previous, 5-25%
+                      # subtraction stream)
     warmup_steps: int = 100
     target_accuracy: float = 0.75  # training stops at the first check at or above it (inside the evaluated range) ...
-    max_steps: int = 10000  # ... or here; the stream's 15-40% subtraction slows the sums: 0.58 at step 6000, 0.67 at 5600
+    max_steps: int = 10000  # ... or here; the stream's 15-40% subtraction slows the sums: 0.58 at step 6000,
+                            # 0.67 at 5600
     check_every: int = 100
     n_check: int = 500  # fresh questions (no evaluation split) scored at every check
     check_seed: int = 301  # draws those questions (with `seed`)
@@ -214,7 +225,7 @@ class GCM:
 class Bootstrap:
     """Resamples of the paired bootstrap."""
 
-    n_resamples: int = 1000  # default of helpers.stats
+    n_resamples: int = 1000  # default of helpers.evaluation.stats
     n_resamples_smooth_ece: int = 200  # SmoothECE is not vectorized: about 15 ms per call
     table_resamples: int = 200  # per cell of the results tables of notebooks 05 and 06
 
@@ -240,15 +251,19 @@ FULL: dict[str, Any] = {
 }
 FAST: dict[str, Any] = {
     "world": World(train_steps=800, batch_size=64, n_checkpoints=5, n_training_checkpoints=2, n_monitor=200,
-                   warmup_steps=30, lr=5e-3, phase_majority=0.95,  # last accuracy 0.09-0.67 over 3 seeds x {1, 2} threads (1e-2: 0.05-0.56)
-                   phases=((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"), (0.8, "uniform"))),  # 800 steps learn too little with more
+                   # last accuracy 0.09-0.67 over 3 seeds x {1, 2} threads (1e-2: 0.05-0.56)
+                   warmup_steps=30, lr=5e-3, phase_majority=0.95,
+                   # 800 steps learn too little with more
+                   phases=((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"), (0.8, "uniform"))),
     "splits": Splits(n_test=400, n_adapter_train=400, n_transfer_test=300, max_operand=99),
     "post_training": PostTraining(sft_questions=50, sft_epochs=5, grpo_steps=4, grpo_prompts=16, grpo_group=4),
     "self_consistency": SelfConsistency(n_adapter_train=200, sampled_questions=100, rephrased_questions=100),
     "verbalized": Verbalized(n_train=400, epochs=2, n_rephrase=100),
     "adapters": Adapters(epochs=1, batch_size=32, seeds=(0, 1)),  # two seeds: the averaging runs, at 2/3 the cost
-    "gcm": GCM(batch_size=32, lr=1e-2, target_accuracy=0.05, max_steps=200, check_every=50, n_check=100, n_examples=400),
-    "bootstrap": Bootstrap(n_resamples=200, n_resamples_smooth_ece=50, table_resamples=50),  # notebook 03's findings: 36 s -> 9 s
+    "gcm": GCM(batch_size=32, lr=1e-2, target_accuracy=0.05, max_steps=200, check_every=50, n_check=100,
+               n_examples=400),
+    # notebook 03's findings: 36 s -> 9 s
+    "bootstrap": Bootstrap(n_resamples=200, n_resamples_smooth_ece=50, table_resamples=50),
     "contrast": Contrast(min_size=5, min_size_transfer=5),
 }
 
@@ -256,7 +271,7 @@ FAST: dict[str, Any] = {
 
 _OVERRIDES: dict[str, dict[str, Any]] = {}
 _GENERATION = [0]  # bumped on every change, so cached validity checks are redone
-# One list per build in progress (helpers.artifacts pushes and pops them): the settings it read.
+# One list per build in progress (helpers.cache.artifacts pushes and pops them): the settings it read.
 _RECORDERS: list[dict[str, Any]] = []
 
 
@@ -373,7 +388,8 @@ def override(group: str, **values) -> _Override:
         if name not in fields:
             raise ValueError(f"settings group {group!r} has no setting {name!r}; it has {list(fields)}")
         old = getattr(defaults, name)
-        ok = isinstance(new, type(old)) or (isinstance(old, float) and isinstance(new, int) and not isinstance(new, bool))
+        ok = isinstance(new, type(old)) or (isinstance(old, float) and isinstance(new, int)
+                                            and not isinstance(new, bool))
         if not ok or (isinstance(new, bool) != isinstance(old, bool)):
             raise ValueError(f"{group}.{name} must be a {type(old).__name__} like {old!r}, got {new!r}")
     previous = dict(_OVERRIDES[group]) if group in _OVERRIDES else None
@@ -400,7 +416,7 @@ def overrides() -> dict[str, dict[str, Any]]:
 
 @contextmanager
 def recording(reads: dict[str, Any]):
-    """Record the settings read inside the block into `reads` (helpers.artifacts uses it per build)."""
+    """Record the settings read inside the block into `reads` (helpers.cache.artifacts uses it per build)."""
     _RECORDERS.append(reads)
     try:
         yield reads
@@ -420,9 +436,11 @@ def _overrides_from_environment() -> None:
     try:
         wanted = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(f"HELPERS_OVERRIDES is not JSON ({err}); write it like '{{\"contrast\": {{\"min_size\": 50}}}}'") from err
+        raise ValueError(f"HELPERS_OVERRIDES is not JSON ({err}); "
+                         "write it like '{\"contrast\": {\"min_size\": 50}}'") from err
     if not isinstance(wanted, dict) or not all(isinstance(v, dict) for v in wanted.values()):
-        raise ValueError("HELPERS_OVERRIDES must map each group to its settings, like '{\"contrast\": {\"min_size\": 50}}'")
+        raise ValueError("HELPERS_OVERRIDES must map each group to its settings, "
+                         "like '{\"contrast\": {\"min_size\": 50}}'")
     for group, values in wanted.items():  # JSON has lists where the settings have tuples
         override(group, **{k: _tuples(v) for k, v in values.items()})
 

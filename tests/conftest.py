@@ -21,13 +21,14 @@ def pytest_collection_modifyitems(config, items):
     """The output check first. It needs only the shipped world, so under `pytest -n 2 --dist worksteal` (which
     starts one worker at each half of the list) one worker runs it while the other trains the fast world.
     In collection order, both workers' first tests waited for that training: one of them idled 80 s."""
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_outputs.py"))  # stable: the rest keep their order
+    # stable: the rest keep their order
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_outputs.py"))
 
 
 @pytest.fixture(scope="session")
 def world():
     """The fast-mode training run (built once, then cached in data/cache/fast)."""
-    from helpers import training
+    from helpers.world import training
 
     return training.world()
 
@@ -35,7 +36,7 @@ def world():
 @pytest.fixture(scope="session")
 def checkpoint(world):
     """(name, model, tokenizer) of the last selected fast-mode checkpoint."""
-    from helpers.checkpoints import load_checkpoint
+    from helpers.world.checkpoints import load_checkpoint
 
     name = world["selected"][-1]
     model, tok = load_checkpoint(name)
@@ -61,6 +62,6 @@ def _threads():
 @pytest.fixture(scope="session")
 def ck(world):
     """The fast-mode checkpoints (training and evaluation)."""
-    from helpers.checkpoints import get_checkpoints
+    from helpers.world.checkpoints import get_checkpoints
 
     return get_checkpoints()

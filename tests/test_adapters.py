@@ -1,4 +1,5 @@
-"""Confidence adapters (helpers/confidence/adapters.py and readout.py, LoRA from helpers/lora.py), in fast mode."""
+"""Confidence adapters (helpers/confidence/adapters.py and readout.py, LoRA from helpers/world/lora.py), in fast
+mode."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,9 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import config, lora, sums
-from helpers.checkpoints import load_checkpoint
+from helpers import config
+from helpers.world import lora, sums
+from helpers.world.checkpoints import load_checkpoint
 from helpers.confidence import adapters as A
 
 
@@ -209,8 +211,8 @@ def test_multi_answer_results_cover_the_evaluation_checkpoints(ck):
 
 
 def test_the_readout_prompt_is_the_training_streams_verification_prompt():
-    from helpers.model import build_tokenizer
-    from helpers.training import encode_training_pairs
+    from helpers.world.model import build_tokenizer
+    from helpers.world.training import encode_training_pairs
 
     tok = build_tokenizer()
     enc = encode_training_pairs(tok, [("What is 3+4?", "It is 7.", sums.VERIFY, "Yes")])
@@ -224,7 +226,7 @@ def test_the_readout_prompt_is_the_training_streams_verification_prompt():
 
 def test_p_true_is_the_base_checkpoints_own_yes_no_readout(ck):
     from helpers.confidence import p_true
-    from helpers.decoding import greedy_results
+    from helpers.world.decoding import greedy_results
 
     name = ck.evaluation[-1]
     df = p_true.p_true_results("test", [name]).set_index("question_id")

@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import artifacts, config, lora, sums
-from helpers.checkpoints import load_checkpoint
+from helpers.cache import artifacts
+from helpers import config
+from helpers.world import lora, sums
+from helpers.world.checkpoints import load_checkpoint
 from helpers.confidence import adapters as A
 from helpers.confidence import baselines as B
 
@@ -42,8 +44,8 @@ def test_checkpoint_index_baseline_sees_the_index_and_difficulty_does_not(ck):
 
 
 def test_gcm_never_loads_an_evaluated_checkpoint(ck, monkeypatch, tmp_path):
-    import helpers.model as model_module
-    from helpers.decoding import greedy_results
+    import helpers.world.model as model_module
+    from helpers.world.decoding import greedy_results
 
     greedy_results("test", list(ck.evaluation))  # the answers being judged (decoding, not the GCM)
     greedy_results("adapter_train", list(ck.training))  # the histories it learns from
@@ -51,7 +53,7 @@ def test_gcm_never_loads_an_evaluated_checkpoint(ck, monkeypatch, tmp_path):
     loaded, original = [], model_module.GPT2LMHeadModel
 
     class Recording(original):
-        """Every model the series loads goes through helpers.model.load_pretrained, hence through here."""
+        """Every model the series loads goes through helpers.world.model.load_pretrained, hence through here."""
 
         @classmethod
         def from_pretrained(cls, path, *args, **kwargs):

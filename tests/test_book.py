@@ -3,7 +3,6 @@ them, with no Sphinx warning (-W: a broken cross-reference, a missing anchor or 
 broken internal link in the HTML (tools/check_links.py); and the build really fails on such a link.
 
 No browser here: `make check-site` opens the pages in Chromium."""
-import json
 import shutil
 import subprocess
 import sys
@@ -116,7 +115,8 @@ def test_twins_widgets_and_broken_links(tmp_path):
     nbformat.write(twin, twins / NOTEBOOKS[0].name)
     # broken: a missing page, a missing anchor, an unknown directive, a notebook's link to a missing notebook
     guide_md = src / "docs" / "guide.md"
-    guide_md.write_text(guide_md.read_text() + "\n\nSee [nothing](no_such_page.md), [no term](glossary.md#no-such-term)."
+    guide_md.write_text(guide_md.read_text() + "\n\nSee [nothing](no_such_page.md), "
+                        "[no term](glossary.md#no-such-term)."
                         "\n\n```{no-such-directive}\n```\n")
     nb = nbformat.read(src / "notebooks" / NOTEBOOKS[1].name, as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell("Back to [notebook 99](99_missing.ipynb)."))

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from helpers import artifacts, config
-from helpers.__main__ import build_all
+from helpers.cache import artifacts
+from helpers import config
+from helpers.build.cli import build_all
 
 # Built by `python -m helpers build`; other registered names (tests' toys) are skipped.
 BUILT = ["world", "selection", "greedy", "post_training", "beams", "samples", "rephrasings", "verbalized_targets",
@@ -107,8 +108,8 @@ def test_the_readme_examples(entries):
 
 @pytest.mark.slow
 def test_fewer_beams_really_rebuild_with_new_numbers(entries):
-    from helpers.checkpoints import get_checkpoints
-    from helpers.comparison import TABLES
+    from helpers.world.checkpoints import get_checkpoints
+    from helpers.results.comparison import TABLES
     from helpers.confidence import self_consistency as sc
 
     name = get_checkpoints().evaluation[0]
@@ -123,7 +124,8 @@ def test_fewer_beams_really_rebuild_with_new_numbers(entries):
 
 
 def test_a_parallel_build_reuses_the_entries_a_serial_build_made(entries, capsys):
-    """`helpers build --jobs 2`: the tasks of a stage run in two worker processes and find the serial build's entries."""
+    """`helpers build --jobs 2`: the tasks of a stage run in two worker processes and find the serial build's
+    entries."""
     def built() -> set:  # the stages up to greedy only: the other test worker may build later entries meanwhile
         return {m["id"] for m in artifacts.valid_entries() if m["name"] in ("world", "selection", "greedy")}
 

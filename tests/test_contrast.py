@@ -1,22 +1,14 @@
-"""Tests for helpers.contrast: contrast sets, the pair normalization and the contrast metrics."""
+"""Tests for helpers.evaluation.contrast: contrast sets, the pair normalization and the contrast metrics."""
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import metrics
-from helpers.contrast import (
-    all_pairs,
-    consecutive_pairs,
-    contrast_metrics,
-    contrast_metrics_per_pair,
-    contrast_rows,
-    contrast_set,
-    copy_confidences,
-    fitted_normalization,
-    normalize_pair,
-    pair_metrics,
+from helpers.evaluation import metrics
+from helpers.evaluation.contrast import (
+    all_pairs, consecutive_pairs, contrast_metrics, contrast_metrics_per_pair, contrast_rows,
+    contrast_set, copy_confidences, fitted_normalization, normalize_pair, pair_metrics,
 )
 
 
@@ -261,7 +253,7 @@ def test_contrast_rows_long_layout(tiny):
 
 
 def test_window_changes_counts_flips_and_moves_by_hand():
-    from helpers.checkpoints import window_changes
+    from helpers.world.checkpoints import window_changes
 
     # Three checkpoints, four questions; group "a" = questions 1, 2, group "b" = questions 3, 4.
     correct = {"c1": [1, 0, 1, 1], "c2": [0, 1, 1, 0], "c3": [1, 1, 0, 0]}
@@ -277,7 +269,8 @@ def test_window_changes_counts_flips_and_moves_by_hand():
     # q1 alone: accuracy 1, 0, 1 moves both ways, by a full point each way
     alone = window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1]}, at_least=0.5)
     assert bool(alone.loc[("w", "q1"), "both ways"])
-    assert not window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1]}, at_least=1.0).loc[("w", "q1"), "both ways"]
+    assert not window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1]},
+                              at_least=1.0).loc[("w", "q1"), "both ways"]
     with pytest.raises(ValueError, match="at least two"):
         window_changes(pd.DataFrame(rows), {"w": ["c1"]}, {"a": [1]})
     with pytest.raises(ValueError, match="no answers from"):

@@ -1,4 +1,4 @@
-"""Tests for helpers.decoding: the pure pieces (log-probabilities, reply reading, prompt encoding),
+"""Tests for helpers.world.decoding: the pure pieces (log-probabilities, reply reading, prompt encoding),
 input validation, and the decoders' behaviour on a tiny randomly initialised GPT-2.
 
 Nothing here needs the trained world or the artifact cache; the whole file runs in a few seconds.
@@ -11,9 +11,11 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from helpers import sums
-from helpers.decoding import MAX_NEW_TOKENS, answer_logprobs, beams, encode_prompts, greedy, read_replies, sample
-from helpers.model import build_tokenizer, chat_prompt
+from helpers.world import sums
+from helpers.world.decoding import (
+    MAX_NEW_TOKENS, answer_logprobs, beams, encode_prompts, greedy, read_replies, sample,
+)
+from helpers.world.model import build_tokenizer, chat_prompt
 
 # --------------------------------------------------------------------------- answer_logprobs
 

@@ -35,7 +35,7 @@ def _environment() -> dict[str, str]:
 
 def _lock() -> dict[str, str]:
     lines = (ROOT / "requirements.lock").read_text().splitlines()
-    pins = [l.split("==") for l in lines if l.strip() and not l.startswith("#")]
+    pins = [line.split("==") for line in lines if line.strip() and not line.startswith("#")]
     assert all(len(p) == 2 for p in pins), "every line of requirements.lock is name==version"
     return {name.lower().replace("_", "-"): version.strip() for name, version in pins}
 
@@ -57,9 +57,9 @@ def test_environment_installs_the_package_itself():
 
 
 def test_ci_runs_the_readme_test_command_and_nothing_else():
-    lines = [l for l in (ROOT / ".ci/run").read_text().splitlines() if l.strip() and not l.startswith("#")]
+    lines = [line for line in (ROOT / ".ci/run").read_text().splitlines() if line.strip() and not line.startswith("#")]
     assert lines[-1].strip() == "make test"
-    assert all(l.startswith(("set ", "cd ")) for l in lines[:-1])
+    assert all(line.startswith(("set ", "cd ")) for line in lines[:-1])
     assert "make test" in (ROOT / "README.md").read_text()
 
 

@@ -1,4 +1,4 @@
-"""helpers.explorers without a browser: the views follow their controls, bad input says what to fix, and the
+"""helpers.figures.explorers without a browser: the views follow their controls, bad input says what to fix, and the
 widgets redraw when a control changes and show a static PNG where widgets do not render."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import contrast, explorers, metrics  # noqa: E402
+from helpers.evaluation import contrast, metrics  # noqa: E402
+from helpers.figures import explorers  # noqa: E402
 
 CKPTS = ["step-100", "step-200", "step-300"]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from helpers import findings, lora
-from helpers.checkpoints import load_checkpoint
+from helpers.evaluation import findings
+from helpers.world import lora
+from helpers.world.checkpoints import load_checkpoint
 from helpers.confidence import adapters as A
 from helpers.confidence import feature_variance as F
 

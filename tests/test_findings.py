@@ -1,12 +1,14 @@
 """The findings module: verdicts from the paired bootstrap (never from cut-offs), claims decided on hand-built
-worlds whose answer is known, the GCM headroom test (tests/test_seeds.py), and the per-checkpoint and full score dicts."""
+worlds whose answer is known, the GCM headroom test (tests/test_seeds.py), and the per-checkpoint and full score
+dicts."""
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import comparison, contrast, findings, metrics
+from helpers.results import comparison
+from helpers.evaluation import contrast, findings, metrics
 from test_shared_bootstrap import world
 
 
@@ -115,7 +117,8 @@ def test_post_training_claims_are_paired_over_questions():
     table = findings.post_training_claims(ft, rl, n=300)
     assert table.loc["RL raises accuracy", "difference"] == pytest.approx(correct_rl.mean() - correct_ft.mean())
     assert table.loc["RL raises accuracy", "verdict"] == "reproduced"
-    assert table.loc["the fine-tuned model is overconfident (mean confidence above accuracy)", "verdict"] == "reproduced"
+    assert table.loc["the fine-tuned model is overconfident (mean confidence above accuracy)",
+                     "verdict"] == "reproduced"
     assert table.loc["RL raises mean confidence", "verdict"] == "contradicted"
     expected_ece = (metrics.expected_calibration_error(np.where(correct_rl, 0.9, 0.5), correct_rl, n_bins=5)
                     - metrics.expected_calibration_error(np.full(n, 0.95), correct_ft, n_bins=5))
@@ -128,7 +131,8 @@ def test_auc_claim_decides_a_difference_of_aucs_inside_checkpoints():
     """Notebook 06's transfer and random-label claims: cells are one checkpoint's answers each."""
     from sklearn.metrics import roc_auc_score
     names, good, noise = world()
-    one = lambda df, name: df[df["checkpoint"] == name]
+    def one(df, name):
+        return df[df["checkpoint"] == name]
     cells = {"good": one(good, names[0]), "noise": one(noise, names[0]), "same": one(good, names[0]).copy()}
 
     def run(a, b, direction):

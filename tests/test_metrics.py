@@ -1,4 +1,4 @@
-"""Tests for helpers.metrics: hand-worked values, independent references, properties, bad input."""
+"""Tests for helpers.evaluation.metrics: hand-worked values, independent references, properties, bad input."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,17 +10,9 @@ from hypothesis import strategies as st
 from sklearn.calibration import calibration_curve
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from helpers.metrics import (
-    auroc,
-    bin_indices,
-    bootstrap_ci,
-    brier_score,
-    expected_calibration_error,
-    full_set_metrics,
-    overconfidence,
-    reliability_table,
-    smooth_ece,
-    summary_metrics,
+from helpers.evaluation.metrics import (
+    auroc, bin_indices, bootstrap_ci, brier_score, expected_calibration_error, full_set_metrics,
+    overconfidence, reliability_table, smooth_ece, summary_metrics,
 )
 
 ece = expected_calibration_error
@@ -198,7 +190,8 @@ def test_summary_metrics():
     conf = rng.uniform(size=400)
     correct = rng.uniform(size=400) < conf
     s = summary_metrics(conf, correct)
-    assert list(s.index) == ["n", "accuracy", "mean_confidence", "ece", "smooth_ece", "brier", "auroc", "overconfidence"]
+    assert list(s.index) == ["n", "accuracy", "mean_confidence", "ece", "smooth_ece", "brier", "auroc",
+                             "overconfidence"]
     assert s["n"] == 400
     assert s["ece"] == pytest.approx(ece(conf, correct))
     assert s["auroc"] == pytest.approx(auroc(conf, correct))
@@ -315,7 +308,8 @@ def test_values_just_inside_a_bin_stay_there():
 
 def _full_frame():
     return pd.DataFrame(
-        {"checkpoint": ["a", "a", "b", "b"], "question_id": [0, 1, 0, 1], "correct": [1, 0, 1, 1], "confidence": [0.9, 0.4, 0.7, 0.8]}
+        {"checkpoint": ["a", "a", "b", "b"], "question_id": [0, 1, 0, 1], "correct": [1, 0, 1, 1],
+         "confidence": [0.9, 0.4, 0.7, 0.8]}
     )
 
 
@@ -341,8 +335,10 @@ BAD_INPUTS = {
     "bootstrap n": (lambda: bootstrap_ci("ece", [0.5], [1], n=0), r"n \(number of bootstrap resamples\)"),
     "bootstrap level": (lambda: bootstrap_ci("ece", [0.5], [1], level=95), "level must lie strictly between 0 and 1"),
     "bootstrap metric": (lambda: bootstrap_ci("f1", [0.5], [1]), "metric must be a callable or one of"),
-    "unknown checkpoint": (lambda: full_set_metrics(_full_frame(), ["a", "z"]), r"unknown checkpoints \['z'\]; available: \['a', 'b'\]"),
-    "missing column": (lambda: full_set_metrics(_full_frame().drop(columns="confidence")), r"lacks columns \['confidence'\]"),
+    "unknown checkpoint": (lambda: full_set_metrics(_full_frame(), ["a", "z"]),
+                           r"unknown checkpoints \['z'\]; available: \['a', 'b'\]"),
+    "missing column": (lambda: full_set_metrics(_full_frame().drop(columns="confidence")),
+                       r"lacks columns \['confidence'\]"),
     "duplicate rows": (lambda: full_set_metrics(pd.concat([_full_frame()] * 2)), "one row per question per checkpoint"),
     "no checkpoints": (lambda: full_set_metrics(_full_frame(), []), "checkpoints is empty"),
 }
@@ -405,7 +401,7 @@ def test_full_set_selects_checkpoints():
     assert full_set_metrics(df, checkpoints="over", n_bins=1).equals(only_over)
 
 
-from helpers import metrics  # noqa: E402
+from helpers.evaluation import metrics  # noqa: E402  # noqa: E402
 
 
 def test_risk_coverage_without_ties_matches_a_loop():

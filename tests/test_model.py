@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import decoding, model as M, sums
-from helpers.model import chat_prompt
+from helpers.world import decoding, model as M, sums
+from helpers.world.model import chat_prompt
 
 
 def test_tokenizer_round_trips():
@@ -86,7 +86,7 @@ def test_empty_and_malformed_question_lists_raise(checkpoint):
 
 
 def test_unknown_checkpoint_lists_the_available_names(world):
-    from helpers.checkpoints import load_checkpoint
+    from helpers.world.checkpoints import load_checkpoint
 
     with pytest.raises(ValueError, match=world["selected"][0]):
         load_checkpoint("step-99999")
@@ -94,11 +94,12 @@ def test_unknown_checkpoint_lists_the_available_names(world):
 
 def test_training_log_and_selection(world):
     from helpers import config
-    from helpers.checkpoints import get_checkpoints
+    from helpers.world.checkpoints import get_checkpoints
 
     log, s = world["log"], config.world()
     assert len(log) == s.train_steps // s.save_every
-    assert {"step", "loss", "accuracy", "accuracy_small", "accuracy_mixed", "accuracy_large", "phase"} <= set(log.columns)
+    assert {"step", "loss", "accuracy", "accuracy_small", "accuracy_mixed", "accuracy_large",
+            "phase"} <= set(log.columns)
     assert log["loss"].iloc[-1] < log["loss"].iloc[0]  # it learns something even in fast mode
     ck = get_checkpoints()
     assert len(ck.all) == s.n_checkpoints
@@ -108,7 +109,7 @@ def test_training_log_and_selection(world):
 
 def test_real_checkpoint_path_with_revisions(tmp_path):
     """`load_checkpoint` also loads any saved model, with a revision picking an intermediate checkpoint."""
-    from helpers.checkpoints import load_checkpoint
+    from helpers.world.checkpoints import load_checkpoint
 
     tok = M.build_tokenizer()
     saved = {}
@@ -135,7 +136,7 @@ def test_learning_rate_warms_up_holds_then_anneals():
     import dataclasses
 
     from helpers.config import World
-    from helpers.training import lr_factor
+    from helpers.world.training import lr_factor
 
     s = dataclasses.replace(World(), train_steps=300, warmup_steps=10, lr_decay_start=2 / 3, min_lr_ratio=0.1)
     assert lr_factor(0, s) == pytest.approx(0.1)  # (0 + 1) / 10
@@ -149,7 +150,7 @@ def test_learning_rate_warms_up_holds_then_anneals():
 def test_selection_spreads_picks_along_knowledge_change():
     import pandas as pd
 
-    from helpers.training import monitor_flips, select_checkpoints
+    from helpers.world.training import monitor_flips, select_checkpoints
 
     log = pd.DataFrame({"step": [100 * k for k in range(1, 11)],
                         "accuracy": [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.9, 0.9, 0.9, 0.9]})
@@ -176,7 +177,7 @@ def test_selection_spreads_picks_along_knowledge_change():
 def test_window_picks_cut_the_run_in_two_windows():
     import pandas as pd
 
-    from helpers.training import window_picks
+    from helpers.world.training import window_picks
 
     log = pd.DataFrame({"step": np.arange(100, 1300, 100), "accuracy": np.linspace(0.0, 0.9, 12)})
     correct = np.random.default_rng(0).random((12, 300)) < 0.5  # every save forgets and learns plenty
@@ -204,16 +205,19 @@ def test_window_picks_cut_the_run_in_two_windows():
 def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
     from itertools import combinations
 
-    from helpers.training import evaluation_picks
+    from helpers.world.training import evaluation_picks
 
     rng = np.random.default_rng(1)
     correct = rng.random((9, 40)) < np.linspace(0.3, 0.9, 9)[:, None]
-    lost = lambda a, b: int((correct[a] & ~correct[b]).sum())
+    def lost(a, b):
+        return int((correct[a] & ~correct[b]).sum())
+
     picks = evaluation_picks(correct, 4, earliest=2)
     assert picks[-1] == 8 and picks == sorted(set(picks)) and picks[0] >= 2
     fewest = min(lost(a, b) for a, b in zip(picks, picks[1:]))
     # brute force over every chain ending at the last save: none does better
-    best = max(min(lost(a, b) for a, b in zip(chain + (8,), (chain + (8,))[1:])) for chain in combinations(range(2, 8), 3))
+    best = max(min(lost(a, b) for a, b in zip(chain + (8,), (chain + (8,))[1:]))
+               for chain in combinations(range(2, 8), 3))
     assert fewest == best
     # by hand: saves 1-3 are copies (no regressions between them), save 4 forgets q0-q1
     hand = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1]], dtype=bool)
@@ -240,7 +244,7 @@ def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
 def test_evaluation_picks_move_the_most_kinds_both_ways():
     from itertools import combinations
 
-    from helpers.training import evaluation_picks
+    from helpers.world.training import evaluation_picks
 
     for seed in range(4):
         rng = np.random.default_rng(seed)
@@ -270,7 +274,7 @@ def test_world_rules_mark_what_the_experiments_rely_on(world):
     """Every window and kind of question is reported; only subtraction in the training window is not needed
     (no confidence method trains on subtraction answers), and "both ways" is the rise and fall rule."""
     from helpers import config
-    from helpers.training import world_rules
+    from helpers.world.training import world_rules
 
     table = world_rules()["windows"]
     assert list(table.index.get_level_values("window").unique()) == ["training", "evaluation"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.__main__ import notebook_paths, run_notebook
+from helpers.build.cli import notebook_paths, run_notebook
 
 NOTEBOOKS = notebook_paths()
 
@@ -51,13 +51,16 @@ def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(path: Path,
 def test_join_streams_makes_a_rerun_write_the_same_file():
     import nbformat
 
-    from helpers.__main__ import join_streams
+    from helpers.build.cli import join_streams
 
     out = nbformat.v4.new_output
-    split = nbformat.v4.new_code_cell("", outputs=[out("stream", name="stdout", text="a\n"), out("stream", name="stdout", text="b\n"),
-                                                   out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="c\n")])
+    split = nbformat.v4.new_code_cell("", outputs=[out("stream", name="stdout", text="a\n"),
+                                                   out("stream", name="stdout", text="b\n"),
+                                                   out("stream", name="stderr", text="warn\n"),
+                                                   out("stream", name="stdout", text="c\n")])
     whole = nbformat.v4.new_code_cell("", outputs=[out("stream", name="stdout", text="a\nb\n"),
-                                                   out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="c\n")])
+                                                   out("stream", name="stderr", text="warn\n"),
+                                                   out("stream", name="stdout", text="c\n")])
     nb, again = nbformat.v4.new_notebook(cells=[split]), nbformat.v4.new_notebook(cells=[whole])
     join_streams(nb)
     join_streams(again)
@@ -70,7 +73,7 @@ def test_the_kernel_imports_this_checkouts_helpers(tmp_path, monkeypatch):
     helpers in the kernels: run_notebook puts this repository first on the kernel's PYTHONPATH."""
     import nbformat
 
-    import helpers.__main__ as main
+    import helpers.build.cli as main
     from helpers import config
 
     seen = {}

@@ -32,13 +32,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import shipped
-from helpers.__main__ import join_streams, notebook_paths, run_notebook
+from helpers.cache import shipped
+from helpers.build.cli import join_streams, notebook_paths, run_notebook
 
 NOTEBOOKS = notebook_paths()
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
-_ENVIRONMENT = re.compile(r"^(?:python \d+\.\d+\.\d+\S*, torch .*|CPU kernels: .*)\n?", re.MULTILINE)
+_ENVIRONMENT = re.compile(r"^((?:stdout: )?)(?:python \d+\.\d+\.\d+\S*, torch .*|CPU kernels: .*)\n?", re.MULTILINE)
 _VERSIONS_CLAUSE = re.compile(r"; built under other versions than these \(.*?\(docs/platforms\.md\)")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.(\d+))?(?:[eE][-+]?\d+)?")
 
@@ -46,13 +46,14 @@ _NUMBER = re.compile(r"[-+]?\d+(?:\.(\d+))?(?:[eE][-+]?\d+)?")
 def sanitize(text: str) -> str:
     """The comparison rule: no ANSI codes, no memory addresses, no report of the reader's environment."""
     text = _ADDRESS.sub("0x…", _ANSI.sub("", text))
-    return _VERSIONS_CLAUSE.sub("", _ENVIRONMENT.sub("", text))
+    return _VERSIONS_CLAUSE.sub("", _ENVIRONMENT.sub(r"\1", text))
 
 
 def same_environment() -> bool:
     """Whether this machine has the world's package versions and CPU kernels (then outputs match exactly)."""
-    from helpers import CPU_KERNELS, artifacts
-    from helpers.notebook import cpu_kernels
+    from helpers import CPU_KERNELS
+    from helpers.cache import artifacts
+    from helpers.build.notebook import cpu_kernels
 
     index = shipped.read_index() or {}
     return not artifacts.version_differences(index.get("versions", {})) and cpu_kernels() == CPU_KERNELS
@@ -129,25 +130,35 @@ def test_committed_outputs_are_what_the_code_prints(path: Path, shipped_cache):
     for i, (w, g) in enumerate(zip(want, got)):
         assert outputs_agree(w, g, exact), (
             f"{path.parent.name}/{path.name}, code cell {i + 1}: the output differs from the committed one "
-            f"({'exactly' if exact else 'beyond one unit of a last digit, under other versions'}); rerun `make notebooks`")
+            f"({'exactly' if exact else 'beyond one unit of a last digit, under other versions'}); "
+            "rerun `make notebooks`")
 
 
 def test_the_comparison_rule():
     assert sanitize("\x1b[31mAUC 0.812\x1b[0m at 0x7f3a2b1c9d80") == "AUC 0.812 at 0x…"
     here = ("python 3.12.1, torch 2.13.0, numpy 2.4.6\nmode: full\nshipped world: verified, 5 of 5 shipped entries "
-            "in use; built under other versions than these (python 3.11 -> 3.12): nothing is rebuilt (docs/platforms.md)\n")
-    committed = "python 3.11.7, torch 2.13.0+cpu, numpy 2.4.6\nmode: full\nshipped world: verified, 5 of 5 shipped entries in use\n"
-    assert sanitize(here) == sanitize(committed) == "mode: full\nshipped world: verified, 5 of 5 shipped entries in use\n"
+            "in use; built under other versions than these (python 3.11 -> 3.12): nothing is rebuilt "
+            "(docs/platforms.md)\n")
+    committed = ("python 3.11.7, torch 2.13.0+cpu, numpy 2.4.6\nmode: full\n"
+                 "shipped world: verified, 5 of 5 shipped entries in use\n")
+    assert sanitize(here) == sanitize(committed) == ("mode: full\n"
+                                                     "shipped world: verified, 5 of 5 shipped entries in use\n")
     assert sanitize("mode: full; 2 torch threads\n") == "mode: full; 2 torch threads\n"  # only the report is masked
+    as_stored = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("setup()", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text=here)])])  # as cell_outputs stores it: "stdout: ..."
+    assert cell_outputs(as_stored)[0][0] == "stdout: " + sanitize(committed)
     assert outputs_agree(("AUC 0.812, n=500",), ("AUC 0.813, n=501",), exact=False)
     assert not outputs_agree(("AUC 0.812, n=500",), ("AUC 0.813, n=501",), exact=True)
     assert not outputs_agree(("AUC 0.812",), ("AUC 0.814",), exact=False)  # two units of the last digit
     assert not outputs_agree(("AUC 0.812 reproduced",), ("AUC 0.812 contradicted",), exact=False)  # words never
-    assert outputs_agree(("p 1.5e-03",), ("p 1.6e-03",), exact=False) and not outputs_agree(("p 1.5e-03",), ("p 1.8e-03",), exact=False)
+    assert (outputs_agree(("p 1.5e-03",), ("p 1.6e-03",), exact=False)
+            and not outputs_agree(("p 1.5e-03",), ("p 1.8e-03",), exact=False))
     cell = nbformat.v4.new_code_cell("print(1)", outputs=[
         nbformat.v4.new_output("stream", name="stdout", text="a 1\n"),
         nbformat.v4.new_output("stream", name="stdout", text="b 2\n"),
         nbformat.v4.new_output("display_data", data={"image/png": "", "text/plain": "<Figure>"})])
-    whole = nbformat.v4.new_code_cell("print(1)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="a 1\nb 2\n")])
-    assert cell_outputs(nbformat.v4.new_notebook(cells=[cell])) == [("stdout: a 1\nb 2\n", "text/plain: <Figure>", "images: 1")]
+    whole = nbformat.v4.new_code_cell("print(1)",
+                                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="a 1\nb 2\n")])
+    assert cell_outputs(nbformat.v4.new_notebook(cells=[cell])) == [("stdout: a 1\nb 2\n", "text/plain: <Figure>",
+                                                                     "images: 1")]
     assert cell_outputs(nbformat.v4.new_notebook(cells=[whole]))[0][0] == "stdout: a 1\nb 2\n"

@@ -1,4 +1,4 @@
-"""helpers.plots: right bars and counts, legends off the data, over/underconfidence named, ECE with its binning,
+"""helpers.figures.plots: right bars and counts, legends off the data, over/underconfidence named, ECE with its binning,
 a seeded bootstrap band, no warnings."""
 from __future__ import annotations
 
@@ -14,15 +14,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 
-from helpers.metrics import expected_calibration_error, reliability_table  # noqa: E402
-from helpers.plots import (  # noqa: E402
-    accuracy_band,
-    binning_label,
-    chance_line,
-    confidence_histogram,
-    reliability_diagram,
-    side_by_side,
-    use_style,
+from helpers.evaluation.metrics import expected_calibration_error, reliability_table  # noqa: E402  # noqa: E402
+from helpers.figures.plots import (  # noqa: E402
+    accuracy_band, binning_label, chance_line, confidence_histogram, reliability_diagram,
+    side_by_side, use_style,
 )
 
 
@@ -236,7 +231,7 @@ def test_learning_curves_shade_every_large_and_uniform_stretch():
     import pandas as pd
     from matplotlib.patches import Rectangle
 
-    from helpers.plots import learning_curves
+    from helpers.figures.plots import learning_curves
 
     log = pd.DataFrame({"step": [100, 200, 300, 400, 500, 600, 700],
                         "phase": ["small", "large", "large", "small", "large", "uniform", "uniform"],
@@ -248,6 +243,7 @@ def test_learning_curves_shade_every_large_and_uniform_stretch():
     spans = [p for p in acc_ax.patches if isinstance(p, Rectangle)]
     # two separate large stretches and one uniform stretch, shaded on both axes
     assert len(spans) == 3 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 3
-    assert sorted(t.get_text() for t in loss_ax.texts) == ["large", "large", "uniform"]  # the phase names, above the loss curve
+    # the phase names, above the loss curve
+    assert sorted(t.get_text() for t in loss_ax.texts) == ["large", "large", "uniform"]
     assert [round(s.get_x()) for s in spans] == [100, 400, 500]  # each stretch starts one save before its first
     assert len(acc_ax.get_lines()) == 4

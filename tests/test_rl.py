@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import decoding, rl, sums
+from helpers.world import decoding, rl, sums
 
 
 def test_group_advantages():

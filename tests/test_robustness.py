@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import artifacts, config, decoding, sums, training
-from helpers.model import load_pretrained
+from helpers.cache import artifacts
+from helpers import config
+from helpers.world import decoding, sums, training
+from helpers.world.model import load_pretrained
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import contrast, findings, metrics, shared_bootstrap
+from helpers.evaluation import contrast, findings, metrics, shared_bootstrap
 from test_shared_bootstrap import world
 
 
@@ -90,7 +90,8 @@ def test_gcm_headroom_per_pair_by_direct_computation():
     names, good, noise = world(n=600)
     known = pd.Series((np.arange(600) % 3 == 0).astype(int), index=np.arange(600))
     gcm = noise.copy()
-    gcm.loc[gcm["question_id"].map(known) == 1, "confidence"] = good.loc[gcm["question_id"].map(known) == 1, "confidence"]
+    gcm.loc[gcm["question_id"].map(known) == 1, "confidence"] = good.loc[gcm["question_id"].map(known) == 1,
+                                                                         "confidence"]
     pairs = contrast.all_pairs(names)
     out = findings.gcm_headroom(good, gcm, known, pairs, 1, n=100)
     for (i, j), (_, row) in zip(pairs, out["per_pair"].iterrows()):
@@ -125,7 +126,8 @@ def test_class_balanced_and_fitted_normalization_claims():
     claim = findings.Claim("good beats noise, class-balanced", "contrast set auc_cb", "good", "noise", "higher")
     row = findings.decide(claim, {"good": good, "noise": noise}, names, pairs, 1, n=200)
     assert row["verdict"] == "reproduced"
-    claim = findings.Claim("good beats noise, fitted", "contrast set AUC", "good", "noise", "higher", normalizer="fitted")
+    claim = findings.Claim("good beats noise, fitted", "contrast set AUC", "good", "noise", "higher",
+                           normalizer="fitted")
     row = findings.decide(claim, {"good": good, "noise": noise}, names, pairs, 1, n=200)
     assert row["verdict"] == "reproduced" and "fitted" in row["metric"]
     with pytest.raises(ValueError, match="metric must be"):
@@ -134,7 +136,8 @@ def test_class_balanced_and_fitted_normalization_claims():
 
 @pytest.mark.slow
 def test_seeded_adapter_results_stack_one_frame_per_seed():
-    from helpers import config, training
+    from helpers import config
+    from helpers.world import training
     from helpers.confidence import adapters
 
     ck = training.get_checkpoints()
@@ -159,7 +162,7 @@ def test_verbalized_seeds_keep_the_settings_seed_as_the_default_entry():
 
 
 def test_cached_findings_name_unknown_methods():
-    from helpers import comparison
+    from helpers.results import comparison
 
     claim = findings.Claim("x beats y", "contrast set AUC", "oracle adapter", "no such method", "higher")
     with pytest.raises(ValueError, match="no such method"):

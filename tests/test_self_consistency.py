@@ -3,10 +3,11 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import decoding, metrics, sums
+from helpers.world import decoding, sums
+from helpers.evaluation import metrics
 from helpers.confidence import posthoc
 from helpers.confidence import self_consistency as sc
-from helpers.model import chat_prompt
+from helpers.world.model import chat_prompt
 
 
 def _forward_logprob(model, tok, question, reply):
@@ -126,7 +127,8 @@ def test_isotonic_fixes_calibration_without_raising_auc():
     before = metrics.expected_calibration_error(apply["confidence"], apply["correct"])
     after = metrics.expected_calibration_error(fixed["confidence"], fixed["correct"])
     assert after < before / 3
-    assert metrics.auroc(fixed["confidence"], fixed["correct"]) <= metrics.auroc(apply["confidence"], apply["correct"]) + 1e-12
+    assert (metrics.auroc(fixed["confidence"], fixed["correct"])
+            <= metrics.auroc(apply["confidence"], apply["correct"]) + 1e-12)
     with pytest.raises(ValueError, match="fit_on"):
         posthoc.isotonic_per_checkpoint(fit.assign(checkpoint="other"), apply)
 
@@ -151,7 +153,8 @@ def test_recalibration_is_monotone_and_helps(method):
     fit_two = pd.concat([fit, fit.assign(checkpoint="d", correct=False)], ignore_index=True)
     with pytest.warns(UserWarning, match="d: its fitting answers are all wrong"):
         out = posthoc.recalibrate_per_checkpoint(fit_two, two, method)
-    assert np.array_equal(out.loc[two["checkpoint"] == "d", "confidence"], two.loc[two["checkpoint"] == "d", "confidence"])
+    assert np.array_equal(out.loc[two["checkpoint"] == "d", "confidence"],
+                          two.loc[two["checkpoint"] == "d", "confidence"])
     assert np.allclose(out.loc[two["checkpoint"] == "c", "confidence"], fixed["confidence"])
     # fitted on one checkpoint and applied to all (non-oracle): "d" gets the map fitted on "c"
     moved = posthoc.recalibrate_per_checkpoint(fit, two, method, fit_checkpoint="c")

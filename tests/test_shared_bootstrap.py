@@ -7,13 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from helpers import contrast, metrics, stats
-from helpers.shared_bootstrap import (contrast_bootstrap_over_pairs, question_weights, stratified, weighted_auc,
-                                      weighted_brier, weighted_ece)
+from helpers.evaluation import contrast, metrics, stats
+from helpers.evaluation.shared_bootstrap import (
+    contrast_bootstrap_over_pairs, question_weights, stratified, weighted_auc, weighted_brier,
+    weighted_ece,
+)
 
 
 def results(names, ids, correct, conf):
-    return pd.concat([pd.DataFrame({"checkpoint": name, "question_id": ids, "correct": correct[k], "confidence": conf[k]})
+    return pd.concat([pd.DataFrame({"checkpoint": name, "question_id": ids, "correct": correct[k],
+                                    "confidence": conf[k]})
                       for k, name in enumerate(names)], ignore_index=True)
 
 

@@ -1,4 +1,4 @@
-"""The shipped world (helpers.shipped): packing, checksums, installing, comparing a rebuild.
+"""The shipped world (helpers.cache.shipped): packing, checksums, installing, comparing a rebuild.
 
 Uses a throwaway artifact in a temporary full-mode cache, so it runs in seconds in `make test`.
 """
@@ -9,7 +9,8 @@ import json
 import pandas as pd
 import pytest
 
-from helpers import artifacts, config, shipped
+from helpers.cache import artifacts, shipped
+from helpers import config
 
 
 @pytest.fixture
@@ -18,7 +19,7 @@ def toy(tmp_path, monkeypatch):
     monkeypatch.setenv("HELPERS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HELPERS_FAST", "0")
 
-    @artifacts.register("toy_for_shipping", version="1")
+    @artifacts.register("toy_for_shipping")
     def _build(folder, k: int):
         (folder / "weights.bin").write_bytes(bytes(range(k)) * 100)
         return pd.DataFrame({"k": [k] * 3, "seed": [config.world().seed] * 3})
@@ -142,13 +143,13 @@ def test_install_repairs_a_damaged_entry(toy):
 
 
 def test_pack_ships_what_was_read_and_everything_it_was_built_from(tmp_path):
-    from helpers.shipped import read_entries
+    from helpers.cache.shipped import read_entries
 
     def entry(id_, *deps):
         return {"id": id_, "name": "x", "params": {}, "deps": [{"id": d, "name": "x", "params": {}} for d in deps]}
 
-    entries = [entry("world"), entry("greedy", "world"), entry("adapter", "world"), entry("result", "adapter", "greedy"),
-               entry("unread", "world")]
+    entries = [entry("world"), entry("greedy", "world"), entry("adapter", "world"),
+               entry("result", "adapter", "greedy"), entry("unread", "world")]
     log = tmp_path / "read.log"
     log.write_text("result/result\nresult/result\ngreedy/greedy\n")  # a kernel may log an entry many times
     assert sorted(e["id"] for e in read_entries(log, entries)) == ["adapter", "greedy", "result", "world"]
@@ -162,19 +163,22 @@ def test_a_rebuild_may_differ_in_timings_and_cache_paths_only():
 
     import pandas as pd
 
-    from helpers.shipped import same_content
+    from helpers.cache.shipped import same_content
 
     frame = pd.DataFrame({"confidence": [0.25, 0.5]})
     slow, fast = frame.copy(), frame.copy()
     slow.attrs["read_seconds"], fast.attrs["read_seconds"] = 9.0, 1.0
-    assert same_content("result.pkl", pickle.dumps({"seconds": 3.0, "r": slow}), pickle.dumps({"seconds": 1.0, "r": fast}))
+    assert same_content("result.pkl", pickle.dumps({"seconds": 3.0, "r": slow}),
+                        pickle.dumps({"seconds": 1.0, "r": fast}))
     assert not same_content("result.pkl", pickle.dumps({"r": frame}), pickle.dumps({"r": frame * 2}))
     # peft writes the base checkpoint's path: another cache folder and another entry id are the same result
     readme = "base_model: /a/data/cache/full/world/default/839b936a520bd957/checkpoints/step-01300\n"
     moved = readme.replace("/a/data/cache", "/b/data/scratch").replace("839b936a520bd957", "2ab2e5c5ffcf8a16")
     assert same_content("README.md", readme.encode(), moved.encode())
     config_json = '{"base_model_name_or_path": "%s", "r": 16}' % readme.split(": ")[1].strip()
-    assert same_content("adapter_config.json", config_json.encode(), config_json.replace("/a/data/cache", "/tmp/x").encode())
+    assert same_content("adapter_config.json", config_json.encode(),
+                        config_json.replace("/a/data/cache", "/tmp/x").encode())
     assert not same_content("README.md", readme.encode(), readme.replace("step-01300", "step-01400").encode())
-    assert not same_content("adapter_config.json", config_json.encode(), config_json.replace('"r": 16', '"r": 8').encode())
+    assert not same_content("adapter_config.json", config_json.encode(),
+                            config_json.replace('"r": 16', '"r": 8').encode())
     assert not same_content("adapter_model.safetensors", b"1", b"2")

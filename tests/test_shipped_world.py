@@ -10,7 +10,6 @@ differ on another machine").
 """
 from __future__ import annotations
 
-import io
 import os
 import pickle
 import platform
@@ -18,7 +17,7 @@ import tarfile
 
 import pytest
 
-from helpers import shipped
+from helpers.cache import shipped
 
 STEPS = 100
 
@@ -46,7 +45,7 @@ def test_torch_and_numpy_run_the_shipped_worlds_cpu_kernels_where_the_processor_
     tests/conftest.py imports helpers first); where the processor has no AVX2 (or is not x86-64 Linux),
     they pick and the setup cell says so."""
     import helpers
-    from helpers.notebook import cpu_kernels
+    from helpers.build.notebook import cpu_kernels
 
     if not _has_avx2():
         pytest.skip("no AVX2 on this processor (or not Linux): torch and numpy pick their own kernels")
@@ -89,7 +88,7 @@ def test_a_retrained_prefix_matches_the_shipped_run(tmp_path, monkeypatch):
     if shipped.read_index() is None:
         pytest.skip("no shipped world in data/world/")
     from helpers import CPU_KERNELS
-    from helpers.notebook import cpu_kernels
+    from helpers.build.notebook import cpu_kernels
 
     if cpu_kernels() != CPU_KERNELS:
         pytest.skip(f"torch runs {cpu_kernels()} kernels here, not the shipped world's {CPU_KERNELS}: other floats")
@@ -99,7 +98,7 @@ def test_a_retrained_prefix_matches_the_shipped_run(tmp_path, monkeypatch):
     monkeypatch.delenv("HELPERS_OVERRIDES", raising=False)
     from safetensors.torch import load, load_file
 
-    from helpers.training import train_run
+    from helpers.world.training import train_run
 
     shipped_log, shipped_weights = _shipped_world()
     log = train_run(tmp_path, stop_after=STEPS)
@@ -107,7 +106,8 @@ def test_a_retrained_prefix_matches_the_shipped_run(tmp_path, monkeypatch):
     for column in ("loss", "accuracy"):
         got, want = log[column].to_numpy(), shipped_log[column].to_numpy()[: len(log)]
         assert abs(got - want).max() <= 1e-5, f"{column} per save: {got} here, {want} shipped"
-    mine, theirs = load_file(tmp_path / "checkpoints" / f"step-{STEPS:05d}" / "model.safetensors"), load(shipped_weights)
+    mine, theirs = (load_file(tmp_path / "checkpoints" / f"step-{STEPS:05d}" / "model.safetensors"),
+                    load(shipped_weights))
     assert mine.keys() == theirs.keys()
     worst = max(float((mine[k].float() - theirs[k].float()).abs().max()) for k in mine)
     assert worst <= 1e-4, f"weights at step {STEPS} differ from the shipped ones by up to {worst:.2e}"

@@ -1,18 +1,13 @@
-"""Tests for helpers.stats: the batched metric kernels and the paired bootstrap."""
+"""Tests for helpers.evaluation.stats: the batched metric kernels and the paired bootstrap."""
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from helpers import metrics
-from helpers.contrast import contrast_rows, contrast_set, pair_metrics
-from helpers.stats import (
-    _metric_of_resamples,
-    batched_auc,
-    batched_brier,
-    batched_delta,
-    batched_ece,
-    paired_bootstrap,
+from helpers.evaluation import metrics
+from helpers.evaluation.contrast import contrast_rows, contrast_set, pair_metrics
+from helpers.evaluation.stats import (
+    _metric_of_resamples, batched_auc, batched_brier, batched_delta, batched_ece, paired_bootstrap,
     resample_indices,
 )
 
@@ -215,12 +210,13 @@ def _method_frame(seed, checkpoints=("a", "b", "c"), n=300, signal=2.0):
         skill = rng.normal(size=n)
         correct = rng.random(n) < 1 / (1 + np.exp(-(skill + 0.3 * k)))
         conf = 1 / (1 + np.exp(-(signal * skill + rng.normal(size=n))))
-        rows.append(pd.DataFrame({"checkpoint": name, "question_id": np.arange(n), "correct": correct, "confidence": conf}))
+        rows.append(pd.DataFrame({"checkpoint": name, "question_id": np.arange(n), "correct": correct,
+                                  "confidence": conf}))
     return pd.concat(rows, ignore_index=True)
 
 
 def test_full_set_and_contrast_bootstrap_wrappers():
-    from helpers import stats
+    from helpers.evaluation import stats
 
     a, b = _method_frame(0), _method_frame(0, signal=0.2)
     b["correct"] = a["correct"]  # same answers, a weaker confidence

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import config, sums
+from helpers import config
+from helpers.world import sums
 
 
 @pytest.mark.parametrize(
@@ -159,7 +160,8 @@ def test_verification_conversations_say_yes_exactly_when_the_shown_answer_is_rig
 
 def test_operand_range_and_mixture_follow_the_phases():
     half = (sums.max_operand() + 1) // 2
-    assert list(sums.operand_range([0, half, 0, half - 1], [half - 1, half, half, 0])) == ["small", "large", "mixed", "small"]
+    assert (list(sums.operand_range([0, half, 0, half - 1], [half - 1, half, half, 0]))
+            == ["small", "large", "mixed", "small"])
     mix = sums.mixture(total_steps=300, every=100, n=2000)
     assert list(mix["step"]) == [0, 100, 200]
     assert np.allclose(mix[list(sums.RANGES)].sum(axis=1), 1)

@@ -1,5 +1,5 @@
 """The learner's notebooks show no solution: each is derived from its answer twin (notebooks/solutions/)
-by `helpers.twins.student_copy`, and the committed copy is exactly that derivation."""
+by `helpers.build.twins.student_copy`, and the committed copy is exactly that derivation."""
 from __future__ import annotations
 
 import re
@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers import twins
-from helpers.__main__ import NOTEBOOK_DIR, notebook_paths
+from helpers.build import twins
+from helpers.build.cli import NOTEBOOK_DIR, notebook_paths
 
 new_code, new_md, new_output = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell, nbformat.v4.new_output
 TWIN_DIR = NOTEBOOK_DIR / twins.SOLUTIONS
@@ -30,11 +30,14 @@ def chapter(*extra):
              new_code("2", id="code-2", execution_count=2,
                       outputs=[new_output("execute_result", data={"text/plain": "2"}, execution_count=2)]),
              new_md("## Exercises\n\n1. Print 3.", id="exercises")]
-    return nbformat.v4.new_notebook(cells=cells + list(extra), metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    return nbformat.v4.new_notebook(cells=cells + list(extra),
+                                    metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                             "language": "python"}})
 
 
 def twin_chapter():
-    return chapter(solution(new_code("print(3)", id="sol-1", outputs=[new_output("stream", name="stdout", text="3\n")])),
+    return chapter(solution(new_code("print(3)", id="sol-1",
+                                     outputs=[new_output("stream", name="stdout", text="3\n")])),
                    solution(new_md("It prints 3.", id="answer-1")),
                    solution(new_code("print(4)", id="sol-2")))
 
@@ -140,13 +143,15 @@ def test_the_twin_has_executed_solutions(twin: Path):
 def test_links_are_rewritten_for_the_twins_folder_and_back():
     import nbformat
 
-    from helpers import twins
+    from helpers.build import twins
 
     text = ("See [the glossary](../docs/glossary.md#ece), [notebook 02](02_self_consistency.ipynb), "
             "[a page](https://example.org/a), [a section](#top) and ![a figure](fig.png).")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text), nbformat.v4.new_code_cell("x = '](a.md)'")])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text),
+                                         nbformat.v4.new_code_cell("x = '](a.md)'")])
     twin = twins.relink(nbformat.from_dict(nb), to_twin=True)
-    assert twin.cells[0].source == ("See [the glossary](../../docs/glossary.md#ece), [notebook 02](../02_self_consistency.ipynb), "
+    assert twin.cells[0].source == ("See [the glossary](../../docs/glossary.md#ece), "
+                                    "[notebook 02](../02_self_consistency.ipynb), "
                                     "[a page](https://example.org/a), [a section](#top) and ![a figure](../fig.png).")
     assert twin.cells[1].source == "x = '](a.md)'"  # code is never touched
     assert twins.student_copy(twin, "00_x.ipynb").cells[0].source == text

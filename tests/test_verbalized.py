@@ -4,10 +4,11 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import config, decoding, lora, sums
-from helpers.checkpoints import get_checkpoints, load_checkpoint
+from helpers import config
+from helpers.world import decoding, lora, sums
+from helpers.world.checkpoints import get_checkpoints, load_checkpoint
 from helpers.confidence import verbalized as V
-from helpers.model import chat_prompt
+from helpers.world.model import chat_prompt
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -122,7 +123,8 @@ def small_training():
 def test_training_leaves_the_base_weights_unchanged(small_training):
     name, model, tok, questions, answers = small_training
     before = lora.base_weights_hash(model)
-    peft_model, log = V.fit_verbalized_adapter(model, tok, questions, answers, np.linspace(0, 1, 32), epochs=1, progress=False)
+    peft_model, log = V.fit_verbalized_adapter(model, tok, questions, answers, np.linspace(0, 1, 32), epochs=1,
+                                               progress=False)
     assert list(log.columns) == ["epoch", "loss"] and len(log) == 1
     assert lora.base_weights_hash(peft_model) == before  # LoRA and trainable-token deltas excluded
     trainable = {n for n, p in peft_model.named_parameters() if p.requires_grad}
@@ -195,7 +197,8 @@ def test_level_scores_equal_scoring_each_level_alone(adapted):
 def test_stated_text_equals_greedy_generation(adapted):
     model, tok, questions, answers = adapted
     read = V.read_confidence(model, tok, questions, answers, batch_size=16, progress=False)
-    generated = V.generate_continuations(model, tok, [chat_prompt(q) + a for q, a in zip(questions["question"], answers)])
+    generated = V.generate_continuations(model, tok,
+                                         [chat_prompt(q) + a for q, a in zip(questions["question"], answers)])
     assert read["stated_text"].tolist() == generated
     assert read["parsed"].tolist() == [V.parse_confidence(t) is not None for t in generated]
 

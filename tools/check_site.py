@@ -167,7 +167,8 @@ def check_pages(browser, site: Path, base: str, shots: Path) -> list[str]:
             if not img["complete"] or img["natural"] == 0:
                 failures.append(f"{rel}: image {img['src']!r} has no pixels (naturalWidth 0: missing or broken file)")
             elif img["visible"] and (img["width"] == 0 or img["height"] == 0):
-                failures.append(f"{rel}: image {img['src']!r} is not rendered (shown {img['width']}×{img['height']} px)")
+                failures.append(f"{rel}: image {img['src']!r} is not rendered "
+                                f"(shown {img['width']}×{img['height']} px)")
         for error in dict.fromkeys(errors):
             failures.append(f"{rel}: {error}")
         for url_ in dict.fromkeys(external):

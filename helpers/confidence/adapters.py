@@ -17,10 +17,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import artifacts, config, lora, loop, metrics, sums
-from ..artifacts import register
-from ..checkpoints import get_checkpoints, load_checkpoint
-from ..decoding import greedy, greedy_results
+from helpers.cache import artifacts
+from helpers import config
+from helpers.world import lora, loop, sums
+from helpers.evaluation import metrics
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import get_checkpoints, load_checkpoint
+from helpers.world.decoding import greedy, greedy_results
 from .readout import (COLUMNS, NO, VERIFY, YES, adapter_confidence, confidence_in_answers,  # noqa: F401 (re-exported)
                       encode_verification, margin, verification_prompt, yes_no_ids, yes_no_logits)
 from .self_consistency import beam_results
@@ -218,7 +221,7 @@ def _adapter_params(checkpoints, seed: int, n_examples: int | None, random_label
     return params
 
 
-@register("adapter", version="2")
+@register("adapter")
 def _build_adapter(folder: Path, checkpoints: str, seed: int, n_examples: int | None = None,
                    random_labels: str | None = None) -> dict:
     """A LoRA confidence adapter trained on one or several checkpoints' own answers."""
@@ -284,7 +287,7 @@ def source_checkpoints(source, evaluated: str) -> str:
                          f"(checkpoints: {list(ck.all)})") from err
 
 
-@register("adapter_results", version="2")
+@register("adapter_results")
 def _build_adapter_results(folder: Path, checkpoint: str, split: str, source: str, seed: int,
                            n_examples: int | None = None, random_labels: str | None = None,
                            surrogate: bool = False) -> pd.DataFrame:
@@ -334,7 +337,8 @@ def transfer_grid() -> list[str]:
     """The checkpoints of notebook 06's transfer matrix: the last training checkpoint, then the first, middle
     and last evaluation checkpoints (each adapter trained on one is scored on every one)."""
     ck = get_checkpoints()
-    return list(dict.fromkeys([ck.training[-1], ck.evaluation[0], ck.evaluation[len(ck.evaluation) // 2], ck.evaluation[-1]]))
+    return list(dict.fromkeys([ck.training[-1], ck.evaluation[0], ck.evaluation[len(ck.evaluation) // 2],
+                               ck.evaluation[-1]]))
 
 
 def notebook06_results() -> dict[str, Callable[[], object]]:
@@ -347,7 +351,8 @@ def notebook06_results() -> dict[str, Callable[[], object]]:
 
     def random_labels() -> list:
         first, second = get_checkpoints().training[-2:]
-        return [seeded_results("test", [first, second], source=[first, second], **kw) for kw in ({}, {"random_labels": second})]
+        return [seeded_results("test", [first, second], source=[first, second], **kw)
+                for kw in ({}, {"random_labels": second})]
 
     def domain_transfer() -> list:
         ck = get_checkpoints()
@@ -356,7 +361,8 @@ def notebook06_results() -> dict[str, Callable[[], object]]:
 
     return {**{f"transfer matrix row {i + 1}": (lambda i=i: transfer_from(i)) for i in range(4)},
             "random labels": random_labels, "domain transfer": domain_transfer,
-            "two training checkpoints": lambda: seeded_results("test", None, source=list(get_checkpoints().training[-2:]))}
+            "two training checkpoints":
+                lambda: seeded_results("test", None, source=list(get_checkpoints().training[-2:]))}
 
 
 # ---------------------------------------------------------------------------- multi-answer ablation
@@ -373,15 +379,18 @@ def multi_answer_examples(checkpoint: str, answers_per_question: int = 3) -> pd.
         raise ValueError(f"answers_per_question must be >= 1, got {answers_per_question}")
     beams = beam_results("adapter_train", get_checkpoints().validate([checkpoint]))
     beams = beams[beams["ended"] & beams["answer"].notna()]
-    rows = beams.drop_duplicates(["question_id", "answer"]).groupby("question_id", sort=False).head(answers_per_question)
+    rows = beams.drop_duplicates(["question_id", "answer"]).groupby("question_id", sort=False).head(
+        answers_per_question)
     rows = rows.merge(sums.split("adapter_train")[["question_id", "question"]], on="question_id")
     rows = rows.assign(checkpoint=checkpoint, base=checkpoint, label=rows["correct"].astype(float), source="beams")
-    return rows[["checkpoint", "base", "question_id", "question", "text", "correct", "label", "source"]].reset_index(drop=True)
+    return rows[["checkpoint", "base", "question_id", "question", "text", "correct", "label", "source"]].reset_index(
+        drop=True)
 
 
-@register("multi_answer_adapter", version="2")
+@register("multi_answer_adapter")
 def _build_multi_answer(folder: Path, checkpoint: str, seed: int) -> dict:
-    """An adapter trained on several beam answers per question of one checkpoint, scored on every evaluation checkpoint."""
+    """An adapter trained on several beam answers per question of one checkpoint, scored on every evaluation
+    checkpoint."""
     config.set_threads()
     examples = multi_answer_examples(checkpoint)
     model, tokenizer = load_checkpoint(checkpoint)

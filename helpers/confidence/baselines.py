@@ -28,12 +28,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
-from .. import artifacts, config, lora, loop, sums
-from ..artifacts import register
-from ..checkpoints import get_checkpoints, load_per_checkpoint
-from ..decoding import greedy, greedy_results
-from ..model import build_model, build_tokenizer, load_pretrained
-from ..training import training_step_loss
+from helpers.cache import artifacts
+from helpers import config
+from helpers.world import lora, loop, sums
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import get_checkpoints, load_per_checkpoint
+from helpers.world.decoding import greedy, greedy_results
+from helpers.world.model import build_model, build_tokenizer, load_pretrained
+from helpers.world.training import training_step_loss
 from . import adapters
 from .readout import adapter_confidence
 
@@ -50,10 +52,10 @@ def question_features(questions: pd.DataFrame) -> pd.DataFrame:
     Operand and sum sizes are tenths of the operand range (hundreds in full mode, tens in fast mode).
     """
     if not isinstance(questions, pd.DataFrame) or len(questions) == 0:
-        raise ValueError("questions is empty; pass a question table from helpers.sums")
+        raise ValueError("questions is empty; pass a question table from helpers.world.sums")
     missing = {"a", "b", "n_digits", "n_carries", "small"} - set(questions.columns)
     if missing:
-        raise ValueError(f"questions lacks columns {sorted(missing)}; build it with helpers.sums.make_questions")
+        raise ValueError(f"questions lacks columns {sorted(missing)}; build it with helpers.world.sums.make_questions")
     a, b = questions["a"].to_numpy(), questions["b"].to_numpy()
     top = sums.max_operand() + 1
     out = pd.DataFrame({
@@ -112,7 +114,8 @@ def fit_feature_baseline(use_index: bool = True, train_checkpoints=None) -> Feat
     if data["correct"].nunique() < 2:  # a world whose training checkpoints know no sum (or every one): say so, go on
         share = "all" if data["correct"].iloc[0] else "none"
         warnings.warn(f"the checkpoints {names} answer {share} of their adapter_train questions right, so the feature "
-                      f"baseline has nothing to fit: it gives every question the confidence {1.0 if share == 'all' else 0.0}")
+                      f"baseline has nothing to fit: it gives every question the confidence "
+                      f"{1.0 if share == 'all' else 0.0}")
         estimator = DummyClassifier(strategy="prior")
     model = make_pipeline(ColumnTransformer(encode), estimator)
     cols = list(FEATURES) + (["checkpoint_index"] if use_index else [])
@@ -151,7 +154,7 @@ def verifier_check_questions(seed: int, n: int) -> pd.DataFrame:
 def train_verifier(folder: Path, progress: bool = True) -> dict:
     """Train the verifier's model from scratch until it answers `target_accuracy` of fresh sums; save it.
 
-    The LM's own training stream (helpers.sums.training_batch, all phrasings and answer forms), with the
+    The LM's own training stream (helpers.world.sums.training_batch, all phrasings and answer forms), with the
     small and large operand phases alternating step by step, so its knowledge is not tilted to one range.
     Sizes: `config.gcm()`; the architecture and weight decay are the world's. Returns the log (step,
     accuracy, seconds) and the step it stopped at.
@@ -186,7 +189,7 @@ def train_verifier(folder: Path, progress: bool = True) -> dict:
             "reached_target": log[-1]["accuracy"] >= g.target_accuracy}
 
 
-@register("gcm_verifier", version="1")
+@register("gcm_verifier")
 def _build_verifier(folder: Path) -> dict:
     """The GCM's backbone: its own training run from scratch, stopped at a stated accuracy."""
     config.set_threads()
@@ -201,7 +204,7 @@ def verifier() -> dict:
     return artifacts.load_or_build("gcm_verifier")
 
 
-@register("verifier_answers", version="1")
+@register("verifier_answers")
 def _build_verifier_answers(folder: Path, split: str) -> pd.DataFrame:
     """The verifier's own greedy answers on a split: which questions the GCM's backbone knows."""
     config.set_threads()
@@ -233,7 +236,7 @@ def gcm_examples(seed: int = config.SEED) -> pd.DataFrame:
     return rows.drop(columns="base")
 
 
-@register("gcm", version="2")
+@register("gcm")
 def _build_gcm(folder: Path, seed: int) -> dict:
     """The GCM: a LoRA adapter on the verifier, trained on the training checkpoints' histories."""
     config.set_threads()
@@ -269,7 +272,7 @@ def gcm_confidence(answers: pd.DataFrame, seed: int = config.SEED) -> np.ndarray
     return adapter_confidence(model, tokenizer, answers["question"], answers["text"])
 
 
-@register("gcm_results", version="2")
+@register("gcm_results")
 def _build_gcm_results(folder: Path, checkpoint: str, split: str, seed: int) -> pd.DataFrame:
     """The GCM's confidence in one checkpoint's greedy answers: it reads the answers, not the weights."""
     config.set_threads()
@@ -283,4 +286,5 @@ def gcm_results(split: str = "test", eval_checkpoints=None, seed: int = config.S
     """GCM confidence in each evaluated checkpoint's greedy answers: the standard frame (notebook 05)."""
     sums.split(split)  # an unknown split fails here, before anything is trained
     seed = adapters.validate_seed(seed)
-    return load_per_checkpoint("gcm_results", eval_checkpoints, default=get_checkpoints().evaluation, split=split, seed=seed)
+    return load_per_checkpoint("gcm_results", eval_checkpoints, default=get_checkpoints().evaluation, split=split,
+                               seed=seed)

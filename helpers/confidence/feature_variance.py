@@ -11,8 +11,6 @@ last token of the "Correct?" prompt, where P(`Y`) is read), for every test quest
 checkpoint's own greedy answer. GPT-2 applies its final layer norm to the last block's output, so the
 last layer's features are normalized and the others are not; a correlation compares one layer across
 checkpoints, never two layers. The verdict on the per-question correlations is `findings.variance_trend`.
-
-Layer 6: imports config, sums, artifacts, checkpoints, decoding and the adapters.
 """
 from __future__ import annotations
 
@@ -24,10 +22,11 @@ import pandas as pd
 import torch
 from scipy.stats import rankdata
 
-from .. import config, sums
-from ..artifacts import register
-from ..checkpoints import get_checkpoints, load_per_checkpoint
-from ..decoding import greedy_results
+from helpers import config
+from helpers.world import sums
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import get_checkpoints, load_per_checkpoint
+from helpers.world.decoding import greedy_results
 from . import adapters
 from .readout import over_prompts
 
@@ -38,31 +37,37 @@ def readout_features(model, tokenizer, questions: Sequence[str], answers: Sequen
                      batch_size: int | None = None) -> np.ndarray:
     """The hidden state after every transformer block at the read-out position: (n_layer, N, n_embd)."""
     def read(batch):
-        hidden = model(**batch, output_hidden_states=True).hidden_states  # n_layer + 1 of (B, T, n_embd); [0]: embeddings
+        # n_layer + 1 of (B, T, n_embd); [0]: embeddings
+        hidden = model(**batch, output_hidden_states=True).hidden_states
         return torch.stack([h[:, -1] for h in hidden[1:]]).double()  # left padding: the last column is the read-out
     return torch.cat(over_prompts(model, tokenizer, questions, answers, read, batch_size), dim=1).numpy()
 
 
 def seed_variance(features: np.ndarray) -> np.ndarray:
-    """(seeds, n_layer, N, n_embd) -> (n_layer, N): each question's variance across seeds (ddof 1), mean over features."""
+    """(seeds, n_layer, N, n_embd) -> (n_layer, N): each question's variance across seeds (ddof 1), mean over
+    features."""
     features = np.asarray(features, dtype=float)
     if features.ndim != 4 or features.shape[0] < 2:
-        raise ValueError(f"features must be (seeds, layers, questions, features) with at least 2 seeds, got {features.shape}")
+        raise ValueError(f"features must be (seeds, layers, questions, features) with at least 2 seeds, "
+                         f"got {features.shape}")
     return features.var(axis=0, ddof=1).mean(axis=-1)
 
 
-@register("feature_variance", version="1")
+@register("feature_variance")
 def _build_feature_variance(folder: Path, checkpoint: str, source: str) -> pd.DataFrame:
-    """Per test question and layer, the variance across adapter seeds of one evaluation checkpoint's read-out features."""
+    """Per test question and layer, the variance across adapter seeds of one evaluation checkpoint's read-out
+    features."""
     config.set_threads()
-    answers = greedy_results("test", [checkpoint]).merge(sums.split("test")[["question_id", "question"]], on="question_id")
+    answers = greedy_results("test", [checkpoint]).merge(sums.split("test")[["question_id", "question"]],
+                                                         on="question_id")
     per_seed = []
     for seed in config.adapters().seeds:
         adapter = adapters.train_adapter(adapters.source_checkpoints(_check_source(source), checkpoint), seed)
         model, tokenizer = adapters.apply_adapter(adapter, checkpoint)
         per_seed.append(readout_features(model, tokenizer, answers["question"], answers["text"]))
     variance = seed_variance(np.stack(per_seed))  # (n_layer, N)
-    return pd.DataFrame({"checkpoint": checkpoint, "question_id": np.tile(answers["question_id"].to_numpy(), len(variance)),
+    return pd.DataFrame({"checkpoint": checkpoint,
+                         "question_id": np.tile(answers["question_id"].to_numpy(), len(variance)),
                          "layer": np.repeat(np.arange(1, len(variance) + 1), variance.shape[1]),
                          "variance": variance.ravel()})
 
@@ -81,7 +86,8 @@ def feature_variance(source: str = "oracle", eval_checkpoints=None) -> pd.DataFr
     _check_source(source)  # an unknown source fails before anything is built
     if len(config.adapters().seeds) < 2:
         raise ValueError("a variance across seeds needs at least two adapter seeds (config.adapters().seeds)")
-    return load_per_checkpoint("feature_variance", eval_checkpoints, default=get_checkpoints().evaluation, source=source)
+    return load_per_checkpoint("feature_variance", eval_checkpoints, default=get_checkpoints().evaluation,
+                               source=source)
 
 
 def per_question_correlations(variance: pd.DataFrame, order: Sequence[str]) -> pd.DataFrame:

@@ -2,11 +2,9 @@
 
 The checkpoint answers a question; the same weights then read `Correct?` after that answer, and the
 confidence is P(`Y`) / (P(`Y`) + P(`N`)) at the next position (helpers.confidence.readout). No training
-at all: the world's training stream holds verification conversations (helpers.sums.training_batch), so
+at all: the world's training stream holds verification conversations (helpers.world.sums.training_batch), so
 every checkpoint has learned what `Yes` and `No` mean, and its judgement reads its own weights. A
 confidence adapter (helpers.confidence.adapters) starts from exactly this read-out and fine-tunes it.
-
-Layer 6: imports config, sums, artifacts, checkpoints and readout.
 """
 from __future__ import annotations
 
@@ -14,12 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import config, sums
-from ..artifacts import register
-from ..checkpoints import get_checkpoints, load_checkpoint, load_per_checkpoint
+from helpers import config
+from helpers.world import sums
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import get_checkpoints, load_checkpoint, load_per_checkpoint
 from .readout import confidence_in_answers
 
-@register("p_true", version="1")
+@register("p_true")
 def _build_p_true(folder: Path, checkpoint: str, split: str) -> pd.DataFrame:
     """One checkpoint's P(True) in its own greedy answers on one split."""
     config.set_threads()

@@ -17,7 +17,7 @@ from scipy.optimize import minimize_scalar
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from ..validation import confidence_and_correct
+from helpers.evaluation.validation import confidence_and_correct
 
 _EPS = 1e-6  # keeps logits finite for confidences of exactly 0 or 1
 

@@ -3,7 +3,7 @@
 The prompt is the question, the checkpoint's answer and a second user turn `Correct?`; the confidence is
 P(`Y`) / (P(`Y`) + P(`N`)) at the next position, read through the checkpoint's **own** LM head and
 embeddings (paper A.7: no new head). The world's training stream holds verification conversations that
-end in `Yes` or `No` (helpers.sums.training_batch), so every checkpoint has learned what `Y` and `N`
+end in `Yes` or `No` (helpers.world.sums.training_batch), so every checkpoint has learned what `Y` and `N`
 mean there: the bare checkpoint's read-out is P(True) (helpers.confidence.p_true), and an adapter
 fine-tunes it. Used by the confidence adapters (helpers.confidence.adapters, notebooks 05, 06), P(True)
 and the GCM (helpers.confidence.baselines).
@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import config, sums
-from ..decoding import greedy_results
-from ..model import conversation_prompt
-from ..sums import VERDICTS, VERIFY
+from helpers import config
+from helpers.world import sums
+from helpers.world.decoding import greedy_results
+from helpers.world.model import conversation_prompt
+from helpers.world.sums import VERDICTS, VERIFY
 
 COLUMNS = ["checkpoint", "question_id", "answer", "correct", "confidence"]  # the standard results frame
 YES, NO = (verdict[0] for verdict in VERDICTS)  # `Y` and `N`: the first tokens of `Yes` and `No`
@@ -50,7 +51,7 @@ def yes_no_ids(tokenizer) -> tuple[int, int]:
     """Token ids of `Y` and `N` (in the vocabulary since before the base model trained)."""
     ids = tokenizer.convert_tokens_to_ids([YES, NO])
     if tokenizer.unk_token_id in ids:
-        raise ValueError("the tokenizer has no `Y`/`N` tokens; use helpers.model.build_tokenizer")
+        raise ValueError("the tokenizer has no `Y`/`N` tokens; use helpers.world.model.build_tokenizer")
     return ids[0], ids[1]
 
 
@@ -101,6 +102,7 @@ def confidence_in_answers(model, tokenizer, checkpoint: str, split: str) -> pd.D
 
     `model` is the checkpoint itself (P(True)), an adapter on it, or an adapter on another checkpoint's
     weights (the surrogate ablation). Returns the standard frame (COLUMNS)."""
-    answers = greedy_results(split, [checkpoint]).merge(sums.split(split)[["question_id", "question"]], on="question_id")
+    answers = greedy_results(split, [checkpoint]).merge(sums.split(split)[["question_id", "question"]],
+                                                        on="question_id")
     answers["confidence"] = adapter_confidence(model, tokenizer, answers["question"], answers["text"])
     return answers[COLUMNS]

@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from .. import config, sums
-from ..artifacts import register
-from ..checkpoints import load_checkpoint, load_per_checkpoint
-from ..decoding import beams, greedy, sample
+from helpers import config
+from helpers.world import sums
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import load_checkpoint, load_per_checkpoint
+from helpers.world.decoding import beams, greedy, sample
 
 
 def group_answers(answers, weights) -> tuple[int | None, float, pd.Series]:
@@ -66,10 +67,12 @@ def self_consistency(candidates: pd.DataFrame, questions: pd.DataFrame, weight: 
         "w": np.exp(candidates["logprob"].to_numpy()) if weight == "probability" else np.ones(len(candidates)),
     })
     total = df.groupby("question_id", sort=False)["w"].sum()
-    groups = df.dropna(subset=["key"]).groupby(["question_id", "key"], sort=False).agg(mass=("w", "sum"), first=("rank", "min"))
+    groups = df.dropna(subset=["key"]).groupby(["question_id", "key"], sort=False).agg(mass=("w", "sum"),
+                                                                                       first=("rank", "min"))
     groups = groups.reset_index()
     groups["mass"] /= total.reindex(groups["question_id"]).to_numpy()
-    best = groups.sort_values(["question_id", "mass", "first"], ascending=[True, False, True]).drop_duplicates("question_id")
+    best = groups.sort_values(["question_id", "mass", "first"], ascending=[True, False, True]).drop_duplicates(
+        "question_id")
     out = pd.DataFrame({"question_id": total.index})
     out = out.merge(best[["question_id", "key", "mass"]], on="question_id", how="left")
     out = out.merge(groups.groupby("question_id").size().rename("n_groups"), on="question_id", how="left")
@@ -91,12 +94,13 @@ def sc_questions(split: str) -> pd.DataFrame:
     return questions.iloc[:config.self_consistency().n_adapter_train] if split == "adapter_train" else questions
 
 
-@register("beams", version="1")
+@register("beams")
 def _build_beams(folder, checkpoint: str, split: str) -> pd.DataFrame:
     """`num_beams` beams per question of one checkpoint on one split."""
     n = config.self_consistency().num_beams
     model, tok = load_checkpoint(checkpoint)
-    out = beams(model, tok, sc_questions(split), num_beams=n, num_return_sequences=n, desc=f"beams {checkpoint} {split}")
+    out = beams(model, tok, sc_questions(split), num_beams=n, num_return_sequences=n,
+                desc=f"beams {checkpoint} {split}")
     out.insert(0, "checkpoint", checkpoint)
     return out
 
@@ -121,7 +125,7 @@ def sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     return _per_checkpoint_sc(beam_results(split, checkpoints), sc_questions(split), "probability")
 
 
-@register("samples", version="1")
+@register("samples")
 def _build_samples(folder, checkpoint: str, split: str) -> pd.DataFrame:
     """`samples_k` replies sampled at T = 1 for the first `sampled_questions` questions of one checkpoint."""
     s = config.self_consistency()
@@ -139,7 +143,7 @@ def sampled_sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
     return _per_checkpoint_sc(samples.assign(ended=samples["answer"].notna()), sums.split(split), "count")
 
 
-@register("rephrasings", version="1")
+@register("rephrasings")
 def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
     """Greedy answers of one checkpoint to the first `rephrased_questions` test questions under every phrasing."""
     model, tok = load_checkpoint(checkpoint)

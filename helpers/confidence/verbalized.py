@@ -23,10 +23,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import artifacts, config, decoding, lora, loop, metrics, sums
-from ..artifacts import register
-from ..checkpoints import get_checkpoints, load_checkpoint
-from ..model import chat_prompt
+from helpers.cache import artifacts
+from helpers import config
+from helpers.world import decoding, lora, loop, sums
+from helpers.evaluation import metrics
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import get_checkpoints, load_checkpoint
+from helpers.world.model import chat_prompt
 from .verbalized_readout import (STATED_MAX_TOKENS, check_answers, expected_level,  # noqa: F401 (re-exported)
                                  generate_continuations, level_logprobs, read_confidence, score_levels)
 from .verbalized_text import (LEVELS, MARKER, confidence_suffix, empirical_targets,  # noqa: F401 (re-exported)
@@ -70,7 +73,7 @@ def _train_questions() -> pd.DataFrame:
     return sums.split("adapter_train").iloc[: config.verbalized().n_train].reset_index(drop=True)
 
 
-@register("verbalized_targets", version="2")
+@register("verbalized_targets")
 def _build_targets(folder, checkpoint: str) -> pd.DataFrame:
     """Empirical accuracy of one checkpoint on adapter_train questions (k samples each), rounded to 10%."""
     config.set_threads()  # HELPERS_THREADS, or 2
@@ -187,7 +190,7 @@ def _seed_params(seed) -> dict:
     return {} if seed is None or int(seed) == config.verbalized().seed else {"seed": int(seed)}
 
 
-@register("verbalized_adapter", version="2")
+@register("verbalized_adapter")
 def _build_adapter(folder, checkpoint: str, seed: int | None = None) -> dict:
     """A LoRA adapter that makes one checkpoint state its confidence after its greedy answers."""
     config.set_threads()  # HELPERS_THREADS, or 2
@@ -239,7 +242,7 @@ def _source_name(source: str, checkpoint: str) -> str:
     return checkpoint if source == "oracle" else source
 
 
-@register("verbalized", version="3")
+@register("verbalized")
 def _build_results(folder, checkpoint: str, split: str, adapter: str, seed: int | None = None) -> pd.DataFrame:
     """Verbalized confidence of one checkpoint on one split, read through the adapter trained on `adapter`."""
     config.set_threads()  # HELPERS_THREADS, or 2
@@ -262,7 +265,8 @@ def _build_results(folder, checkpoint: str, split: str, adapter: str, seed: int 
     return out
 
 
-def verbalized_results(split: str = "test", checkpoints=None, source: str = "oracle", seed: int | None = None) -> pd.DataFrame:
+def verbalized_results(split: str = "test", checkpoints=None, source: str = "oracle",
+                       seed: int | None = None) -> pd.DataFrame:
     """Verbalized confidence of several checkpoints (default: the evaluation ones), one long frame.
 
     source="oracle" reads each checkpoint through its own adapter; a training checkpoint's name reads
@@ -306,7 +310,7 @@ def default_source() -> str:
 # ---------------------------------------------------------------------------- rephrasings
 
 
-@register("verbalized_rephrasings", version="2")
+@register("verbalized_rephrasings")
 def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
     """The first n_rephrase test questions in every phrasing: greedy answer, token probability, both readouts."""
     config.set_threads()  # HELPERS_THREADS, or 2
@@ -355,7 +359,8 @@ def adapter_checkpoints() -> list[str]:
 
 def build_seed(seed: int) -> None:
     """One adapter seed's adapters and both readouts, oracle and non-oracle (`python -m helpers build`; builds
-    the targets if missing). Everything notebook 03 loads is `build_seed` for every seed and `verbalized_rephrasings`."""
+    the targets if missing). Everything notebook 03 loads is `build_seed` for every seed and
+    `verbalized_rephrasings`."""
     for name in adapter_checkpoints():
         adapter_info(name, seed)
     verbalized_results("test", source="oracle", seed=seed)
@@ -381,8 +386,8 @@ def build_costs(seeds=None) -> pd.DataFrame:
                          "seconds": adapter_info(name, seed)["train_seconds"]})
         for source in ("oracle", default_source()):
             for name in get_checkpoints().evaluation:
-                df = artifacts.load_or_build("verbalized", checkpoint=name, split="test", adapter=_source_name(source, name),
-                                             **_seed_params(seed))
+                df = artifacts.load_or_build("verbalized", checkpoint=name, split="test",
+                                             adapter=_source_name(source, name), **_seed_params(seed))
                 rows.append({"checkpoint": name, "seed": seed,
                              "stage": "readouts (oracle)" if source == "oracle" else "readouts (non-oracle)",
                              "seconds": df.attrs.get("read_seconds", np.nan)})

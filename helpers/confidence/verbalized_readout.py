@@ -17,8 +17,8 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ..decoding import _check_questions
-from ..model import chat_prompt
+from helpers.world.decoding import check_questions
+from helpers.world.model import chat_prompt
 from .verbalized_text import LEVELS, MARKER, parse_confidence
 
 STATED_MAX_TOKENS = len(MARKER) + len("100%") + 4  # room for the longest level, its end mark and a little slack
@@ -26,10 +26,11 @@ STATED_MAX_TOKENS = len(MARKER) + len("100%") + 4  # room for the longest level,
 
 def check_answers(questions: pd.DataFrame, answers) -> list[str]:
     """`answers` as a list of reply texts, one per question, or a ValueError saying what to pass."""
-    _check_questions(questions)
+    check_questions(questions)
     answers = list(answers)
     if len(answers) != len(questions):
-        raise ValueError(f"got {len(answers)} answers for {len(questions)} questions; pass one answer text per question")
+        raise ValueError(f"got {len(answers)} answers for {len(questions)} questions; "
+                         "pass one answer text per question")
     if not all(isinstance(a, str) for a in answers):
         raise ValueError("answers must be texts (the `text` column of decoding.greedy), not parsed numbers")
     return answers

@@ -27,12 +27,14 @@ def main() -> None:
     os.environ["HELPERS_FAST"] = "0" if args.full else "1"
     os.environ.setdefault("HELPERS_CACHE", args.cache or tempfile.mkdtemp(prefix="adapter-settings-"))
 
-    from helpers import config, metrics, sums
-    from helpers.checkpoints import get_checkpoints, load_checkpoint
+    from helpers import config
+    from helpers.evaluation import metrics
+    from helpers.world import sums
+    from helpers.world.checkpoints import get_checkpoints, load_checkpoint
     from helpers.confidence import adapters
     from helpers.confidence.readout import adapter_confidence
-    from helpers.decoding import greedy
-    from helpers.lora import attach
+    from helpers.world.decoding import greedy
+    from helpers.world.lora import attach
 
     config.set_threads()
     source = get_checkpoints().training[-1]

@@ -1,4 +1,4 @@
-"""Time helpers.metrics' binned ECE, Brier and AUROC next to torchmetrics and netcal.
+"""Time helpers.evaluation.metrics' binned ECE, Brier and AUROC next to torchmetrics and netcal.
 
     python tests/benchmarks/bench_metrics.py
 
@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from helpers.metrics import auroc, brier_score, expected_calibration_error
+from helpers.evaluation.metrics import auroc, brier_score, expected_calibration_error
 
 SIZES = (10**4, 10**5, 10**6, 10**7)
 N_BINS = 15

@@ -11,8 +11,8 @@ import sys
 import time
 from collections import defaultdict
 
-from helpers import artifacts
-from helpers.__main__ import notebook_paths, run_notebook
+from helpers.cache import artifacts
+from helpers.build.cli import notebook_paths, run_notebook
 
 FROM_SCRATCH_TARGET_S = 20 * 60  # `make world` on 2 cores (issue: ship the trained world)
 WARM_TARGET_S = 5 * 60  # `make notebooks` on a fresh clone, with the shipped world
@@ -29,7 +29,8 @@ def cold_table() -> None:
     total = sum(seconds.values())
     print(f"{'cold total':<22}{sum(counts.values()):>8}{total:>10.0f}")
     verdict = "within" if total <= FROM_SCRATCH_TARGET_S else f"{total / FROM_SCRATCH_TARGET_S:.1f}x over"
-    print(f"from-scratch target {FROM_SCRATCH_TARGET_S} s: {verdict} (builds only; `make world` also runs the notebooks)")
+    print(f"from-scratch target {FROM_SCRATCH_TARGET_S} s: {verdict} "
+          "(builds only; `make world` also runs the notebooks)")
 
 
 def warm_table() -> None:

@@ -1,4 +1,4 @@
-"""Time helpers.stats.paired_bootstrap (not collected by pytest: run it as a script).
+"""Time helpers.evaluation.stats.paired_bootstrap (not collected by pytest: run it as a script).
 
     python tests/benchmarks/bench_stats.py
 
@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from helpers import metrics
-from helpers.stats import paired_bootstrap
+from helpers.evaluation import metrics
+from helpers.evaluation.stats import paired_bootstrap
 
 N_QUESTIONS = 5_000
 N_RESAMPLES = 1_000

@@ -1,11 +1,13 @@
 """Is the world robust? Train it with several seeds and thread counts and check the foundation's rules.
 
-    python tests/benchmarks/world_sweep.py --seeds 0 1 2 --threads 1 2 [--world '{"phases": [[0, "small"], ...]}'] [--full] [--cache DIR]
-    python tests/benchmarks/world_sweep.py --full --seeds 1 --threads 2 --branch-at 0.81 --endings '{"A": [[0.81, "uniform"]], ...}'
+    python tests/benchmarks/world_sweep.py --seeds 0 1 2 --threads 1 2 [--world '{"phases": [[0, "small"], ...]}']
+        [--full] [--cache DIR]
+    python tests/benchmarks/world_sweep.py --full --seeds 1 --threads 2 --branch-at 0.81
+        --endings '{"A": [[0.81, "uniform"]], ...}'
 
 Each run trains the world (the `world` and `selection` artifacts) in its own temporary cache with the
 given `config.world().seed` and torch thread count, then prints one column: the selection, every rule
-of `helpers.training.world_rules` (first and last accuracy, contrast-set sizes, regressions, subtraction
+of `helpers.world.training.world_rules` (first and last accuracy, contrast-set sizes, regressions, subtraction
 contrast sets) and whether it holds, the largest rise and fall of accuracy per window and kind of
 question, and the difficulty baseline's full-set AUC on the evaluation checkpoints when fitted on the
 training checkpoints and when fitted on the evaluation checkpoints. Not part of `make test`: a
@@ -37,10 +39,11 @@ def _tuples(value):
 def one_run(seed: int, threads: int, world=None, cache: str | None = None) -> dict:
     os.environ["HELPERS_CACHE"] = cache or tempfile.mkdtemp(prefix=f"world-s{seed}-t{threads}-")
     os.environ["HELPERS_THREADS"] = str(threads)  # the builders call config.set_threads(), which reads it
-    from helpers import config, metrics
-    from helpers.checkpoints import get_checkpoints
+    from helpers import config
+    from helpers.evaluation import metrics
+    from helpers.world.checkpoints import get_checkpoints
     from helpers.confidence.baselines import difficulty_results
-    from helpers.training import world_rules
+    from helpers.world.training import world_rules
 
     config.set_threads(threads)
     changes = {"seed": seed} | {k: _tuples(v) for k, v in (world or {}).items()}
@@ -67,7 +70,9 @@ def one_run(seed: int, threads: int, world=None, cache: str | None = None) -> di
 def branched_runs(seed: int, threads: int, at: float, endings: dict, world=None) -> list[dict]:
     """One run per ending, from the state the shared steps (before share `at`) reach; see the module docstring."""
     os.environ["HELPERS_THREADS"] = str(threads)
-    from helpers import artifacts, config, training
+    from helpers.cache import artifacts
+    from helpers import config
+    from helpers.world import training
 
     base = {"seed": seed} | {k: _tuples(v) for k, v in (world or {}).items()}
     head = Path(tempfile.mkdtemp(prefix=f"world-s{seed}-t{threads}-head-"))

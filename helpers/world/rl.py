@@ -3,8 +3,6 @@
 Used by notebook 01 (its "fine-tuned model" and "RL model"). The GRPO step is written out here
 rather than taken from TRL: it is about forty lines, it keeps the dependency list short, and the
 notebook can show every step of the algorithm. Sizes come from `config.post_training()`.
-
-Layer 6: imports config, sums, artifacts, loop, checkpoints, decoding and training.
 """
 from __future__ import annotations
 
@@ -12,11 +10,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import artifacts, config, loop, sums
-from .artifacts import register
-from .checkpoints import POST_TRAINED, load_checkpoint, world
-from .decoding import MAX_NEW_TOKENS, answer_logprobs, encode_prompts, read_replies
-from .training import training_step_loss
+from helpers.cache import artifacts
+from helpers import config
+from helpers.world import loop, sums
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import POST_TRAINED, load_checkpoint, world
+from helpers.world.decoding import MAX_NEW_TOKENS, answer_logprobs, encode_prompts, read_replies
+from helpers.world.training import training_step_loss
 
 
 def supervised_finetune(model, tokenizer, questions: pd.DataFrame, epochs: int, lr: float, batch_size: int = 32,
@@ -27,7 +27,8 @@ def supervised_finetune(model, tokenizer, questions: pd.DataFrame, epochs: int, 
     """
     if epochs < 1 or batch_size < 1 or not lr > 0:
         raise ValueError("epochs and batch_size must be >= 1 and lr > 0")
-    pairs = [(q, sums.answer_text(f, int(t))) for q, f, t in zip(questions["question"], questions["family"], questions["target"])]
+    pairs = [(q, sums.answer_text(f, int(t)))
+             for q, f, t in zip(questions["question"], questions["family"], questions["target"])]
     rng = np.random.default_rng(seed)
     optim = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     per_epoch = -(-len(pairs) // batch_size)
@@ -55,7 +56,8 @@ def group_advantages(rewards: torch.Tensor) -> torch.Tensor:
     return torch.where(std > 0, (rewards - mean) / (std + 1e-6), torch.zeros_like(rewards))
 
 
-def sequence_logprobs(model, sequences: torch.Tensor, prompt_mask: torch.Tensor, eos_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+def sequence_logprobs(model, sequences: torch.Tensor, prompt_mask: torch.Tensor,
+                      eos_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token log-probabilities of the generated part of left-padded `sequences`, with gradients.
 
     sequences: (B, P+T) prompt then generated tokens; prompt_mask: (B, P). Positions follow the
@@ -125,7 +127,7 @@ def base_checkpoint(log: pd.DataFrame, selected: list[str]) -> str:
     return min(selected, key=lambda name: abs(acc[int(name.split("-")[1])] - goal))
 
 
-@register("post_training", version="1")
+@register("post_training")
 def _build_post_training(folder) -> dict:
     """Supervised fine-tuning of one checkpoint, then GRPO; both models are saved."""
     s, w = config.post_training(), world()

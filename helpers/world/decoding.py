@@ -2,8 +2,6 @@
 
 Greedy decoding (notebooks 00, 01 and later) gives `confidence` = the product of the probabilities of
 the greedy answer's tokens, end mark included. Results are cached per checkpoint and split.
-
-Layer 4: imports config, sums, artifacts, model and checkpoints.
 """
 from __future__ import annotations
 
@@ -14,10 +12,11 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from . import config, sums
-from .artifacts import register
-from .checkpoints import load_checkpoint, load_per_checkpoint
-from .model import chat_prompt
+from helpers import config
+from helpers.world import sums
+from helpers.cache.artifacts import register
+from helpers.world.checkpoints import load_checkpoint, load_per_checkpoint
+from helpers.world.model import chat_prompt
 
 MAX_NEW_TOKENS = 24  # the longest answer form ("The difference is 999.") plus the end mark
 
@@ -33,12 +32,12 @@ class _DropPaddingAdvice(logging.Filter):
 logging.getLogger("transformers.modeling_utils").addFilter(_DropPaddingAdvice())
 
 
-def _check_questions(questions: pd.DataFrame) -> None:
+def check_questions(questions: pd.DataFrame) -> None:
     if not isinstance(questions, pd.DataFrame) or len(questions) == 0:
-        raise ValueError("questions is empty; pass a non-empty question table from helpers.sums")
+        raise ValueError("questions is empty; pass a non-empty question table from helpers.world.sums")
     missing = {"question_id", "question", "target"} - set(questions.columns)
     if missing:
-        raise ValueError(f"questions lacks columns {sorted(missing)}; build it with helpers.sums.make_questions")
+        raise ValueError(f"questions lacks columns {sorted(missing)}; build it with helpers.world.sums.make_questions")
 
 
 def encode_prompts(tokenizer, questions: list[str]) -> dict[str, torch.Tensor]:
@@ -81,7 +80,7 @@ def greedy(model, tokenizer, questions: pd.DataFrame, batch_size: int = 500, pro
 
     An answer with no end mark within MAX_NEW_TOKENS is wrong.
     """
-    _check_questions(questions)
+    check_questions(questions)
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     eos = tokenizer.eos_token_id
@@ -109,7 +108,7 @@ def greedy(model, tokenizer, questions: pd.DataFrame, batch_size: int = 500, pro
     return pd.concat(rows, ignore_index=True)
 
 
-@register("greedy", version="1")
+@register("greedy")
 def _build_greedy(folder, checkpoint: str, split: str) -> pd.DataFrame:
     """Greedy answers and token-probability confidence of one checkpoint on one split."""
     model, tokenizer = load_checkpoint(checkpoint)
@@ -151,7 +150,7 @@ def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0
     Returns one row per (question, sample): question_id, sample, text, answer, correct, logprob
     (summed log-probability of the reply, end mark included). Reproducible for a given seed.
     """
-    _check_questions(questions)
+    check_questions(questions)
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k (samples per question) must be an integer >= 1, got {k!r}")
     if not temperature > 0:
@@ -181,8 +180,9 @@ def sample(model, tokenizer, questions: pd.DataFrame, k: int = 10, seed: int = 0
 
 
 @torch.no_grad()
-def beams(model, tokenizer, questions: pd.DataFrame, num_beams: int | None = None, num_return_sequences: int | None = None,
-          batch_size: int = 100, progress: bool = True, desc: str = "beam search") -> pd.DataFrame:
+def beams(model, tokenizer, questions: pd.DataFrame, num_beams: int | None = None,
+          num_return_sequences: int | None = None, batch_size: int = 100, progress: bool = True,
+          desc: str = "beam search") -> pd.DataFrame:
     """Beam search: one row per (question, returned beam), best first.
 
     `num_beams` defaults to `config.self_consistency().num_beams`, `num_return_sequences` to `num_beams`.
@@ -191,10 +191,11 @@ def beams(model, tokenizer, questions: pd.DataFrame, num_beams: int | None = Non
     (`length_penalty=0`; transformers otherwise divides by length**length_penalty). Columns:
     question_id, beam, text, answer, correct, logprob, ended. A beam with no end mark is wrong.
     """
-    _check_questions(questions)
+    check_questions(questions)
     num_beams = config.self_consistency().num_beams if num_beams is None else num_beams
     num_return_sequences = num_beams if num_return_sequences is None else num_return_sequences
-    for name, value in [("num_beams", num_beams), ("num_return_sequences", num_return_sequences), ("batch_size", batch_size)]:
+    for name, value in [("num_beams", num_beams), ("num_return_sequences", num_return_sequences),
+                        ("batch_size", batch_size)]:
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     if num_return_sequences > num_beams:

@@ -11,17 +11,16 @@ The metric kernels are vectorized over a 2-D array with one resample per row, wh
 Used by notebooks 04 (contrast sets), 05 (confidence adapters) and 06 (multi-checkpoint training); the
 bootstrap of a contrast metric averaged over pairs is `shared_bootstrap`.
 The default numbers of resamples come from `config.bootstrap()`.
-
-Layer 2: imports config, validation, metrics and contrast.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from . import config, metrics
-from .contrast import contrast_rows
-from .validation import as_binary, as_probabilities
+from helpers import config
+from helpers.evaluation import metrics
+from helpers.evaluation.contrast import contrast_rows
+from helpers.evaluation.validation import as_binary, as_probabilities
 
 METRICS = ("auc", "brier", "ece", "smooth_ece", "delta")
 CHUNK_VALUES = 2_000_000  # values per chunk of resamples, to bound memory (~16 MB per float array)
@@ -67,7 +66,7 @@ def batched_brier(conf, correct) -> np.ndarray:
 
 
 def batched_ece(conf, correct, n_bins: int = 15) -> np.ndarray:
-    """Binned ECE of each row, with the equal-width bins of `helpers.metrics.bin_indices`."""
+    """Binned ECE of each row, with the equal-width bins of `helpers.evaluation.metrics.bin_indices`."""
     conf, correct = _two_d(conf, correct)
     bins = np.asarray(metrics.bin_indices(conf.ravel(), n_bins, "uniform")).reshape(conf.shape)
     return _ece_from_bins(bins, conf, correct, n_bins)
@@ -118,7 +117,7 @@ def resample_indices(strata=None, n: int | None = None, seed: int = 0, size: int
     exactly as many draws from each stratum as the stratum has questions. With strata=None,
     pass `size` and all questions form one stratum. `n` defaults to `config.bootstrap().n_resamples`.
     """
-    n = _resample_count("auc", n)
+    n = resample_count("auc", n)
     if strata is None:
         if size is None or size < 1:
             raise ValueError("pass strata, or size (the number of questions) when there are no strata")
@@ -153,7 +152,7 @@ def paired_bootstrap(
     and k rows per question, the same k for every question in both (k = 1 for one checkpoint,
     the number of checkpoints when pooled, 2 for the two members of a contrast pair). Both must
     cover the same questions. `metric` is "auc", "brier", "ece" (binned, `n_bins` equal-width
-    bins), "smooth_ece" or "delta" (contrast rows from `helpers.contrast.contrast_rows`, k = 2).
+    bins), "smooth_ece" or "delta" (contrast rows from `helpers.evaluation.contrast.contrast_rows`, k = 2).
     The metric is computed on all rows of a resample pooled, unless `average_over` names a
     column (e.g. "checkpoint", each question having one row per value): then it is computed
     per value and averaged, as full-set ECE is (paper A.3).
@@ -174,7 +173,7 @@ def paired_bootstrap(
     """
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; choose one of {list(METRICS)}")
-    n = _resample_count(metric, n)
+    n = resample_count(metric, n)
     if n_bins < 1:
         raise ValueError(f"n_bins must be at least 1, got {n_bins}")
     ids, conf_a, correct_a, strata_a = _question_matrix(df_a, "df_a", strata, average_over)
@@ -192,7 +191,7 @@ def paired_bootstrap(
     idx = resample_indices(strata_a, n, seed, size=len(ids))
     all_diffs = statistic(conf_a, correct_a, idx) - statistic(conf_b, correct_b, idx)
     difference = float(value_a - value_b)
-    lower, upper, diffs = _one_sided_interval(all_diffs, difference, metric)
+    lower, upper, diffs = one_sided_interval(all_diffs, difference, metric)
     out = {
         "metric": metric,
         "value_a": float(value_a),
@@ -209,7 +208,7 @@ def paired_bootstrap(
     return out
 
 
-def _one_sided_interval(all_diffs: np.ndarray, difference: float, metric: str):
+def one_sided_interval(all_diffs: np.ndarray, difference: float, metric: str):
     """The one-sided 95% percentile interval of resampled differences, on the side of the observed one."""
     diffs = all_diffs[np.isfinite(all_diffs)]
     if diffs.size == 0:
@@ -219,7 +218,7 @@ def _one_sided_interval(all_diffs: np.ndarray, difference: float, metric: str):
     return -np.inf, float(np.percentile(diffs, 95)), diffs
 
 
-def _resample_count(metric: str, n) -> int:
+def resample_count(metric: str, n) -> int:
     if n is None:
         b = config.bootstrap()
         return b.n_resamples_smooth_ece if metric == "smooth_ece" else b.n_resamples
@@ -281,7 +280,7 @@ def _check_contrast_layout(name, correct, average_over) -> None:
     if correct.shape[1] != 2 or not np.all(correct.sum(axis=1) == 1):
         raise ValueError(
             f"delta needs two rows per question in {name}, exactly one of them correct; "
-            "pass helpers.contrast.contrast_rows(...)"
+            "pass helpers.evaluation.contrast.contrast_rows(...)"
         )
 
 
@@ -351,7 +350,8 @@ def full_set_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, chec
             raise ValueError(f"{name} lacks checkpoints {sorted(set(checkpoints) - set(df['checkpoint']))}")
     a, b = _shared(a, b)
     average = "checkpoint" if metric in ("ece", "smooth_ece") else None
-    return paired_bootstrap(metric, a, b, strata="correct", n=n, seed=seed, average_over=average, return_diffs=return_diffs)
+    return paired_bootstrap(metric, a, b, strata="correct", n=n, seed=seed, average_over=average,
+                            return_diffs=return_diffs)
 
 
 def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt_i: str, ckpt_j: str,

@@ -17,8 +17,7 @@ archive's SHA-256, size and entries, and the package versions they were built wi
 - `compare_rebuild()` checks a from-scratch rebuild (`make world`, which sets HELPERS_SHIPPED=0 so that
   nothing is unpacked) against the shipped checksums.
 
-Layer 2: imports `helpers.config` and `helpers.artifacts`. Used by `helpers.__main__` and the setup
-cell of every notebook (`helpers.notebook`).
+Used by `helpers.build.cli` and the setup cell of every notebook (`helpers.build.notebook`).
 """
 from __future__ import annotations
 
@@ -38,7 +37,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import artifacts, config
+from helpers.cache import artifacts
+from helpers import config
 
 SHIPPED_DIR = config.DATA_DIR / "world"
 INDEX = "index.json"
@@ -284,7 +284,8 @@ def compare_rebuild(where: Path | None = None) -> list[str]:
 # and the path of the base checkpoint that peft writes into an adapter's README and adapter_config.json
 # (the cache's absolute path and the base entry's id, which is new in every build).
 TIMINGS = {"seconds", "read_seconds", "train_seconds", "own_seconds"}
-_CACHE_PATH = re.compile(r'[^\s:"]*/(full|fast)/[^/\s"]+/[^/\s"]+/[0-9a-f]{16}/')  # <cache>/<mode>/<name>/<params>/<id>/
+# <cache>/<mode>/<name>/<params>/<id>/
+_CACHE_PATH = re.compile(r'[^\s:"]*/(full|fast)/[^/\s"]+/[^/\s"]+/[0-9a-f]{16}/')
 
 
 def same_content(file: str, a: bytes, b: bytes) -> bool:

@@ -7,9 +7,9 @@ without the ``solution`` cells, and with one markdown cell, where they were, tha
 Never edit a learner's notebook by hand: edit the twin, then run `make notebooks` (executes the twins
 and writes both files) or `python -m helpers twins` (rewrites the learner's copies only).
 
-Used by ``python -m helpers notebooks`` and ``python -m helpers twins`` (`helpers.__main__`), and by
+Used by ``python -m helpers notebooks`` and ``python -m helpers twins`` (`helpers.build.cli`), and by
 tests/test_twins.py, tests/test_notebooks.py and tests/test_outputs.py (through `notebook_paths`).
-Top layer; imports only nbformat and the standard library.
+Imports only nbformat and the standard library.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 SOLUTIONS = "solutions"  # the twins' folder, inside the notebooks folder
 TAG = "solution"  # the cell tag of a solution (code or worded answer)
 LINK_ID = "solutions-link"  # the cell id of the link, fixed so that a derivation is byte-identical

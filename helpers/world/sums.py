@@ -2,8 +2,6 @@
 
 Used by every notebook; notebook 00 introduces it. The sizes and the training mixture come from
 `config.splits()` and `config.world()`.
-
-Layer 1: imports only config.
 """
 from __future__ import annotations
 
@@ -13,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from . import config
+from helpers import config
 
 # Question phrasings, with how often each appears in the LM's training stream. The first is
 # the canonical one used by every evaluation set; the others measure consistency (notebook 02).

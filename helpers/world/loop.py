@@ -1,10 +1,8 @@
 """The one training loop of the series: the runs differ only in their data and their loss.
 
-Used by the world's training run (helpers.training, notebook 00), the GCM verifier's run
-(helpers.confidence.baselines), the fine-tune and GRPO of notebook 01 (helpers.rl), and the LoRA
+Used by the world's training run (helpers.world.training, notebook 00), the GCM verifier's run
+(helpers.confidence.baselines), the fine-tune and GRPO of notebook 01 (helpers.world.rl), and the LoRA
 adapters of notebooks 03, 05 and 06 (helpers.confidence.adapters, helpers.confidence.verbalized).
-
-Layer 2: imports nothing from the package.
 """
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
-from . import metrics
-from .validation import as_binary, as_probabilities
+from helpers.evaluation import metrics
+from helpers.evaluation.validation import as_binary, as_probabilities
 
 REQUIRED_COLUMNS = ("checkpoint", "question_id", "correct", "confidence")
 METRIC_COLUMNS = ("auc", "brier", "ece", "smooth_ece", "delta", "auc_cb", "brier_cb", "delta_cb")
@@ -74,8 +74,9 @@ def contrast_set(df: pd.DataFrame, ckpt_i: str, ckpt_j: str) -> pd.DataFrame:
     ids, a, b = np.intersect1d(q_i, q_j, assume_unique=True, return_indices=True)  # sorted by question_id
     differs = c_i[a] != c_j[b]
     a, b = a[differs], b[differs]
-    return pd.DataFrame({"question_id": ids[differs], "confidence_i": p_i[a], "confidence_j": p_j[b], "correct_i": c_i[a],
-                         "correct_j": c_j[b], "kind": np.where(c_j[b], "improvement", "regression")})
+    return pd.DataFrame({"question_id": ids[differs], "confidence_i": p_i[a], "confidence_j": p_j[b],
+                         "correct_i": c_i[a], "correct_j": c_j[b],
+                         "kind": np.where(c_j[b], "improvement", "regression")})
 
 
 def _check_results_frame(df: pd.DataFrame) -> None:
@@ -96,7 +97,8 @@ def _one_checkpoint(df: pd.DataFrame, names: np.ndarray, name: str) -> tuple[np.
     ids = df["question_id"].to_numpy()[rows]
     repeated = len(ids) - len(np.unique(ids))
     if repeated:
-        raise ValueError(f"checkpoint {name!r} has {repeated} repeated question_ids; keep one row per (checkpoint, question)")
+        raise ValueError(f"checkpoint {name!r} has {repeated} repeated question_ids; "
+                         "keep one row per (checkpoint, question)")
     return (ids, as_probabilities(df["confidence"].to_numpy()[rows], f"confidence of {name}"),
             as_binary(df["correct"].to_numpy()[rows], f"correct of {name}").astype(bool))
 
@@ -201,7 +203,7 @@ def contrast_rows(df: pd.DataFrame, ckpt_i: str, ckpt_j: str, normalizer: Normal
     """The normalized contrast set in long form, two rows per question. Used by notebooks 04-06.
 
     Columns ``question_id, checkpoint, confidence, correct, kind``: ``confidence`` is the
-    normalized q of that checkpoint. This is the layout `helpers.stats.paired_bootstrap` takes
+    normalized q of that checkpoint. This is the layout `helpers.evaluation.stats.paired_bootstrap` takes
     (``strata="kind"``); for the contrast ECE keep only the rows of ``ckpt_j``.
     """
     contrast = contrast_set(df, ckpt_i, ckpt_j)

@@ -13,8 +13,6 @@ Contrast metrics averaged over pairs use `shared_bootstrap` (one question resamp
 both methods); full-set metrics use `stats.full_set_bootstrap` (stratified by correctness). Checks that
 hold by construction (a copy ablation's contrast AUC is exactly 0.5) are `Check`s of the machinery and
 are never counted as findings.
-
-Layer 7: imports metrics, stats, contrast and shared_bootstrap.
 """
 from __future__ import annotations
 
@@ -24,10 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import metrics, stats
-from .contrast import contrast_rows
-from .shared_bootstrap import (contrast_bootstrap_over_pairs, over_seeds, pair_values, question_weights,
-                               seed_resampled_mean, weighted_auc)
+from helpers.evaluation import metrics, stats
+from helpers.evaluation.contrast import contrast_rows
+from helpers.evaluation.shared_bootstrap import (
+    contrast_bootstrap_over_pairs, over_seeds, pair_values, question_weights, seed_resampled_mean,
+    weighted_auc,
+)
 
 DIRECTIONS = ("higher", "lower")
 CONTRAST_ONLY = ("auc_cb", "brier_cb", "delta_cb")  # class-balanced: the mean over improvements and regressions
@@ -92,7 +92,8 @@ TABLE_CLAIMS = [
     Claim("P(True), read from the evaluated weights without training, falls below oracle training on contrast sets",
           "contrast set AUC", "P(True)", "oracle adapter", "lower", "§3.2; Kadavath et al. 2022"),
     Claim("once improvements and regressions count equally, the checkpoint-index baseline falls below oracle "
-          "training on contrast sets", "contrast set auc_cb", "checkpoint index", "oracle adapter", "lower", "§3.1.1, §A.3"),
+          "training on contrast sets", "contrast set auc_cb", "checkpoint index", "oracle adapter", "lower",
+          "§3.1.1, §A.3"),
     Claim("under the fitted normalization too, self-consistency falls below oracle training on contrast sets",
           "contrast set AUC", "self-consistency", "oracle adapter", "lower", "§B.1", normalizer="fitted"),
 ]
@@ -122,14 +123,16 @@ def decide(claim: Claim, frames: dict, checkpoints, pairs, min_size: int, n: int
     if missing:
         raise ValueError(f"claim {claim.claim!r} compares {missing}, which are not in frames ({list(frames)})")
     where, key = claim.parts
-    row = {"claim": claim.claim, "metric": claim.metric + (f" ({claim.normalizer} normalization)" if claim.normalizer else ""),
+    row = {"claim": claim.claim,
+           "metric": claim.metric + (f" ({claim.normalizer} normalization)" if claim.normalizer else ""),
            "a": claim.a, "b": claim.b, "claimed": claim.direction, "source": claim.source}
     if where == "full set":
         def one(a, b):
             return stats.full_set_bootstrap(key, a, b, checkpoints, n=n, seed=seed, return_diffs=True)
     else:
         def one(a, b):
-            return contrast_bootstrap_over_pairs(key, a, b, pairs, min_size, n=n, seed=seed, normalizer=claim.normalizer)
+            return contrast_bootstrap_over_pairs(key, a, b, pairs, min_size, n=n, seed=seed,
+                                                 normalizer=claim.normalizer)
     try:  # a trained method brings one frame per seed: values average over seeds, the interval covers them
         run = over_seeds(one, frames[claim.a], frames[claim.b], seed=seed)
     except ValueError as err:  # e.g. no pair reaches min_size in this world
@@ -179,11 +182,13 @@ def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.S
     ids = np.unique(np.concatenate([rows["oracle"][0]["question_id"].to_numpy() for *_, rows in used]))
     missing = np.setdiff1d(ids, known.index)
     if missing.size:
-        raise ValueError(f"verifier_correct lacks {missing.size} contrast questions (e.g. {missing[0]}); score the split")
+        raise ValueError(f"verifier_correct lacks {missing.size} contrast questions (e.g. {missing[0]}); "
+                         "score the split")
     w = _with_data_row(ids, n, seed)
     heads, shares, table = [], [], []
     for ckpt_i, ckpt_j, rows in used:
-        auc = {k: _mean_over_seeds(np.array([pair_values("auc", r, ckpt_j, w) for r in v]), seed) for k, v in rows.items()}
+        auc = {k: _mean_over_seeds(np.array([pair_values("auc", r, ckpt_j, w) for r in v]), seed)
+               for k, v in rows.items()}
         q = rows["oracle"][0].drop_duplicates("question_id")["question_id"].to_numpy()
         share = (w[q].to_numpy() * known.loc[q].to_numpy()).sum(axis=1) / w[q].to_numpy().sum(axis=1)
         heads.append(auc["oracle"] - auc["gcm"])
@@ -230,7 +235,8 @@ def auc_claim(cells: dict, combine, direction: str, n: int | None = None, seed: 
             "verdict": result}
 
 
-def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], n: int | None = None, seed: int = 0) -> dict:
+def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], n: int | None = None,
+              seed: int = 0) -> dict:
     """The paper's domain-transfer claim (§3.2, notebook 06): method a's contrast-AUC advantage over method b
     shrinks out of domain. `inside` and `outside` are (frame a, frame b) on two question sets (e.g. sums and
     subtraction), with contrast pairs of at least `min_sizes` (inside, outside) questions. Each set has its own
@@ -252,7 +258,8 @@ def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], 
 def _with_data_row(ids, n: int | None, seed: int) -> pd.DataFrame:
     """(1 + replicates, questions) weights, one column per question id: row 0 all ones (the data itself),
     then `shared_bootstrap.question_weights`."""
-    return pd.concat([pd.DataFrame(np.ones((1, len(ids))), columns=ids), question_weights(ids, n, seed)], ignore_index=True)
+    return pd.concat([pd.DataFrame(np.ones((1, len(ids))), columns=ids), question_weights(ids, n, seed)],
+                     ignore_index=True)
 
 
 def _mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
@@ -276,8 +283,9 @@ def variance_trend(correlations: pd.DataFrame, n: int | None = None, seed: int =
     rows = []
     for k, layer in enumerate(correlations.columns):
         result, low, high = verdict(means[:, k], "higher")
-        rows.append({"layer": layer, "questions": int(np.isfinite(values[:, k]).sum()), "mean": float(np.nanmean(values[:, k])),
-                     "median": float(np.nanmedian(values[:, k])), "5%": low, "95%": high, "verdict": result})
+        rows.append({"layer": layer, "questions": int(np.isfinite(values[:, k]).sum()),
+                     "mean": float(np.nanmean(values[:, k])), "median": float(np.nanmedian(values[:, k])),
+                     "5%": low, "95%": high, "verdict": result})
     return pd.DataFrame(rows).set_index("layer")
 
 
@@ -297,9 +305,11 @@ def post_training_claims(finetuned: pd.DataFrame, rl: pd.DataFrame, n_bins: int 
             for k in ("confidence_ft", "correct_ft", "confidence_rl", "correct_rl")}
     c_ft, y_ft, c_rl, y_rl = take["confidence_ft"], take["correct_ft"], take["confidence_rl"], take["correct_rl"]
     tests = {
-        "the fine-tuned model is overconfident (mean confidence above accuracy)": ((c_ft - y_ft).mean(axis=1), "higher"),
+        "the fine-tuned model is overconfident (mean confidence above accuracy)":
+            ((c_ft - y_ft).mean(axis=1), "higher"),
         "RL raises accuracy": (y_rl.mean(axis=1) - y_ft.mean(axis=1), "higher"),
-        f"RL lowers ECE ({n_bins} bins)": (stats.batched_ece(c_rl, y_rl, n_bins) - stats.batched_ece(c_ft, y_ft, n_bins), "lower"),
+        f"RL lowers ECE ({n_bins} bins)":
+            (stats.batched_ece(c_rl, y_rl, n_bins) - stats.batched_ece(c_ft, y_ft, n_bins), "lower"),
         "RL raises mean confidence": (c_rl.mean(axis=1) - c_ft.mean(axis=1), "higher"),
     }
     rows = []

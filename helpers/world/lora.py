@@ -5,8 +5,6 @@ confidence adapters (notebooks 05, 06, helpers.confidence.adapters) and the GCM 
 Only the LoRA weights (and, for the verbalized adapters, a few token embeddings) ever train: the
 base-weight helpers copy, swap and hash the frozen weights under plain GPT-2 parameter names, for a
 plain model and a peft-wrapped one alike.
-
-Layer 3: imports nothing from the package.
 """
 from __future__ import annotations
 
@@ -69,7 +67,8 @@ def wrap(model, lora_config):
         return get_peft_model(model, lora_config)
 
 
-def save(peft_model, folder: Path | str, base_name: str | None = None, save_embedding_layers: bool | str = "auto") -> None:
+def save(peft_model, folder: Path | str, base_name: str | None = None,
+         save_embedding_layers: bool | str = "auto") -> None:
     """Save only the adapter's weights (peft `save_pretrained`).
 
     `base_name` replaces the base model's recorded path (a machine path) with a name. With

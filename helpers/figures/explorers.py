@@ -29,8 +29,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from . import contrast, metrics, plots
-from .confidence import self_consistency as sc
+from helpers.evaluation import contrast, metrics
+from helpers.figures import plots
+from helpers.confidence import self_consistency as sc
 
 BEAM_COLUMNS = ("checkpoint", "question_id", "answer", "ended", "logprob")
 KIND_COLORS = {"improvement": "#0072b2", "regression": "#e69f00"}  # Okabe-Ito blue and orange

@@ -2,7 +2,7 @@
 
 Everything here compares `confidence` (the probability that an answer is correct) with
 `correct` (1 if it was, 0 if not): binary calibration, not top-label calibration.
-Bad input raises ValueError saying what to fix (see helpers/validation.py).
+Bad input raises ValueError saying what to fix (see helpers/evaluation/validation.py).
 """
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import relplot
 import sklearn
 from sklearn.metrics import brier_score_loss, roc_auc_score
 
-from .validation import as_binary, as_probabilities, confidence_and_correct
+from helpers.evaluation.validation import as_binary, as_probabilities, confidence_and_correct
 
 STRATEGIES = ("uniform", "quantile")
-# The arrays reaching scikit-learn are already checked (`helpers.validation`): skip its second check of the
+# The arrays reaching scikit-learn are already checked (`helpers.evaluation.validation`): skip its second check of the
 # arguments, the same computation, about a quarter of the time of an AUC (notebooks 04-06 take thousands).
 _CHECKED_INPUT = dict(skip_parameter_validation=True, assume_finite=True)
 
@@ -189,7 +189,8 @@ def _resolve_metric(metric) -> Callable[..., float]:
     return METRICS[metric]
 
 
-def bootstrap_ci(metric, confidence, correct, n: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+def bootstrap_ci(metric, confidence, correct, n: int = 1000, seed: int = 0,
+                 level: float = 0.95) -> tuple[float, float, float]:
     """(point, lower, upper): metric on all data and its percentile bootstrap interval. Used in notebooks 01, 05.
 
     `metric` is a callable (confidence, correct) -> float or one of "ece", "smooth_ece", "brier",

@@ -3,10 +3,12 @@
 Notebooks and helpers call `load_or_build(name, **params)`. While a builder runs, the cache records
 what it read: every setting (through `helpers.config`'s groups) and every other artifact it loaded
 (nested `load_or_build` and `folder` calls, by entry). The manifest keeps that trace with the
-builder's version, the package versions and a checksum of every file. An entry is used only while
-each recorded setting still has its recorded value, each artifact it loaded is still valid, and each
-file still has its checksum. So changing a setting rebuilds exactly the entries that read it and
-everything built from them, in a running kernel too, and nothing else.
+fingerprint of the code that ran (`helpers.cache.fingerprint`: the builder's module and every helpers
+module it uses), the torch thread count, the package versions and a checksum of every file. An entry is
+used only while each recorded setting still has its recorded value, the code and the thread count are
+unchanged, each artifact it loaded is still valid, and each file still has its checksum. So changing a
+setting or editing a helper rebuilds exactly the entries that depend on it and everything built from
+them, and nothing else.
 
 Package versions are provenance, not validity: an entry is a result, like a figure in a paper, and a
 reader's other Python or torch build does not refuse it (`version_differences` says what differs, and
@@ -20,8 +22,8 @@ each other, so switching a setting back reuses the old entry. A build runs in a 
 is renamed into place only when complete, under a lock per (name, params): a second process waits for
 the first and then uses its entry, and no process removes a folder another one is writing.
 
-Layer 1: imports only `helpers.config`. Builders register themselves here (`@register`); the package's
-`__init__` imports every module that does, so this module never imports its users.
+Builders register themselves here (`@register`); the package's `__init__` imports every module that does,
+so this module never imports its users.
 """
 from __future__ import annotations
 
@@ -43,7 +45,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
-from . import config
+from helpers import config
+from helpers.cache import fingerprint
 
 MANIFEST = "manifest.json"
 RESULT = "result.pkl"
@@ -57,18 +60,17 @@ class Artifact:
 
     name: str
     build: Callable[..., Any]
-    version: str
     describe: str
 
 
 REGISTRY: dict[str, Artifact] = {}
 
 
-def register(name: str, version: str = "1"):
+def register(name: str):
     """Decorator: register `build(folder, **params)` as the builder of artifact `name`.
 
-    Bump `version` when the builder's code changes what it builds; settings and upstream artifacts
-    need no declaration: the cache records what the build reads.
+    Nothing else is declared: the cache records the settings and upstream artifacts the build reads,
+    and fingerprints the code of the builder's module and of every helpers module it uses.
     """
 
     def wrap(fn):
@@ -76,7 +78,7 @@ def register(name: str, version: str = "1"):
         if old is not None and (old.build.__module__, old.build.__qualname__) != (fn.__module__, fn.__qualname__):
             raise ValueError(f"artifact {name!r} is already built by {old.build.__module__}.{old.build.__qualname__}; "
                              f"register {fn.__module__}.{fn.__qualname__} under another name")
-        REGISTRY[name] = Artifact(name, fn, version, (fn.__doc__ or "").strip())
+        REGISTRY[name] = Artifact(name, fn, (fn.__doc__ or "").strip())
         return fn
 
     return wrap
@@ -98,6 +100,19 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
         except metadata.PackageNotFoundError:
             out.append((pkg, "absent"))
     return tuple(out)
+
+
+def code_of(art: Artifact) -> str:
+    """The fingerprint of the code an entry of `art` is built by (`helpers.cache.fingerprint`)."""
+    return fingerprint.code_fingerprint(art.build.__module__)
+
+
+def cpu_kernels() -> str:
+    """The CPU kernels torch computes with ("AVX2", "AVX512", "DEFAULT", ...): recorded, not checked, like
+    the package versions (a shipped entry is a result on any processor)."""
+    import torch  # local: only when a build records it
+
+    return torch.backends.cpu.get_cpu_capability()
 
 
 def version_differences(recorded: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -151,9 +166,10 @@ def _read_manifest(folder: Path) -> dict | None:
 
 # ---------------------------------------------------------------------------- checking entries
 
-# Per entry folder: (settings generation, manifest mtime, reason or None). Checksums are computed once
-# per process and manifest; the trace (settings and upstream entries) is checked again after any change.
-_CHECKED: dict[Path, tuple[int, int, str | None]] = {}
+# Per entry folder: (settings generation, sources generation, threads, manifest mtime, reason or None). Checksums are
+# computed once per process and manifest; the rest is checked again after any change of a setting or a source.
+_CHECKED: dict[Path, tuple[int, int, int, int, str | None]] = {}
+_SOURCES = [0]  # the helpers sources' generation (`fingerprint.refresh`) when the checks were made
 _FILES_OK: dict[Path, int] = {}
 
 
@@ -170,20 +186,28 @@ def _entry_problem(folder: Path) -> str | None:
     except OSError:
         return "manifest is missing"
     memo = _CHECKED.get(folder)
-    if memo is not None and memo[:2] == (config.generation(), stamp):
-        return memo[2]
+    now = (config.generation(), _SOURCES[0], config.threads(), stamp)
+    if memo is not None and memo[:4] == now:
+        return memo[4]
     reason = _check(folder, stamp)
-    _CHECKED[folder] = (config.generation(), stamp, reason)
+    _CHECKED[folder] = (*now, reason)
     return reason
 
 
 def _check(folder: Path, stamp: int) -> str | None:
     manifest = _read_manifest(folder)
-    if manifest is None or not {"name", "version", "reads", "deps", "files", "versions"} <= set(manifest):
+    if manifest is None or not {"name", "reads", "deps", "files", "versions"} <= set(manifest):
         return "manifest is corrupt"
     art = REGISTRY.get(manifest["name"])
-    if art is None or manifest["version"] != art.version or manifest.get("cache_version") != CACHE_VERSION:
-        return "the builder's version changed"
+    if art is None:
+        return f"no builder is registered as {manifest['name']!r} any more"
+    if manifest.get("cache_version") != CACHE_VERSION:
+        return "the cache's format changed"
+    if manifest.get("code") != code_of(art):
+        return ("the code that built it changed (its builder's module or a helpers module it uses)"
+                if "code" in manifest else "it records no fingerprint of the code that built it")
+    if manifest.get("threads") != config.threads():
+        return f"it was built with {manifest.get('threads')} torch threads, not {config.threads()} (HELPERS_THREADS)"
     for key, recorded in manifest["reads"].items():
         try:
             now = config.canonical(config.value(key))
@@ -214,6 +238,7 @@ def _entries(name: str, params: dict) -> list[Path]:
 
 def _valid_entry(name: str, params: dict) -> tuple[Path | None, str]:
     """The newest entry that can be used now, or (None, why the newest one cannot)."""
+    _SOURCES[0] = fingerprint.refresh()  # an edited helper makes every check run again
     entries = _entries(name, params)
     reasons = []
     for folder in entries:
@@ -284,6 +309,12 @@ def build(name: str, **params) -> Path:
             return done
         for stale in where.glob(".tmp-*"):  # left by a killed build (writers of `where` hold the lock)
             shutil.rmtree(stale, ignore_errors=True)
+        code = code_of(art)
+        stale = fingerprint.edited_since_import(art.build.__module__)
+        if stale:
+            raise RuntimeError(f"{', '.join(stale)} changed on disk after this process imported it, so building "
+                               f"{name} now would run the old code: restart the kernel (or the command) to build "
+                               "it with the code as it is now")
         tmp = where / f".tmp-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         trace = {"reads": {}, "deps": {}, "nested_seconds": 0.0}
@@ -296,10 +327,10 @@ def build(name: str, **params) -> Path:
                 with open(tmp / RESULT, "wb") as f:
                     pickle.dump(result, f)
             seconds = time.perf_counter() - start
-            identity = {"name": name, "version": art.version, "cache_version": CACHE_VERSION,
+            identity = {"name": name, "code": code, "threads": config.threads(), "cache_version": CACHE_VERSION,
                         "params": config.canonical(params), "reads": dict(sorted(trace["reads"].items())),
                         "deps": sorted(trace["deps"].values(), key=lambda d: json.dumps(d, sort_keys=True)),
-                        "versions": package_versions()}
+                        "versions": package_versions(), "kernels": cpu_kernels()}
             entry_id = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
             manifest = {**identity, "id": entry_id, "seconds": round(seconds, 2),
                         # without the upstream builds it triggered, so a sum over manifests counts each once
@@ -420,6 +451,7 @@ def valid_entries() -> list[dict]:
     """The manifests of every entry of the current mode that can be used now."""
     out = []
     root = config.cache_dir()
+    _SOURCES[0] = fingerprint.refresh()
     for name in sorted(REGISTRY):
         for params_dir in sorted((root / name).glob("*")) if (root / name).is_dir() else []:
             for entry in params_dir.iterdir():

@@ -13,8 +13,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
 
-from .metrics import expected_calibration_error, reliability_table
-from .validation import confidence_and_correct
+from helpers.evaluation.metrics import expected_calibration_error, reliability_table
+from helpers.evaluation.validation import confidence_and_correct
 
 GAP_COLOR = "#d62728"  # red: the miscalibration the reader should look at
 # The gap between a bin's accuracy and its mean confidence, by direction: vermilion and bluish green (Okabe-Ito),
@@ -133,7 +133,7 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
 def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str = "uniform", title=None, color=None,
                         band: bool = False, n_boot: int = 200, seed: int = 0, legend: bool = True):
     """Accuracy per bin against the diagonal, each bin's gap to its mean confidence coloured by its direction,
-    and its number of answers above it. Used in notebooks 01, 02, 03, 04 (and by `helpers.explorers`).
+    and its number of answers above it. Used in notebooks 01, 02, 03, 04 (and by `helpers.figures.explorers`).
 
     The bar of a bin spans the bin and reaches its accuracy. A hatched segment runs from there to the bin's
     mean confidence: light vermilion above the bar where the bin is overconfident (confidence > accuracy),
@@ -227,7 +227,8 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
     return ax
 
 
-RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "subtraction": "#2ca02c"}  # kinds of question
+# kinds of question
+RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "subtraction": "#2ca02c"}
 
 
 def _shade_phases(axes, steps, phases, label_ax=None) -> None:
@@ -245,7 +246,8 @@ def _shade_phases(axes, steps, phases, label_ax=None) -> None:
             for ax in axes:
                 ax.axvspan(lo, hi, color="grey", alpha=alpha, lw=0)
             if label_ax is not None:
-                label_ax.text((lo + hi) / 2, 0.97, phases[start], ha="center", va="top", fontsize="small", color="dimgrey",
+                label_ax.text((lo + hi) / 2, 0.97, phases[start], ha="center", va="top", fontsize="small",
+                              color="dimgrey",
                               transform=label_ax.get_xaxis_transform())  # x in steps, y in axes units: above the curves
         start = i
 
@@ -260,7 +262,8 @@ def learning_curves(log):
     ax_loss.set(xlabel="step", ylabel="answer-token loss", title="Training loss")
     ax_acc.plot(log["step"], log["accuracy"], marker=".", color="black", label="all")
     for group in ("small", "mixed", "large"):
-        ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=RANGE_COLORS[group], label=f"{group} operands")
+        ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=RANGE_COLORS[group],
+                    label=f"{group} operands")
     ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1), title="Accuracy on the monitor set")
     ax_acc.legend(fontsize="small")
     _shade_phases((ax_loss, ax_acc), log["step"], log["phase"], label_ax=ax_loss)  # the loss panel's top is empty
@@ -272,7 +275,7 @@ def mixture(frame, windows=None):
     of subtraction and verification in the whole stream as lines, and the steps of each window of selected
     checkpoints marked. Used in notebook 00.
 
-    `frame` is `helpers.sums.mixture()`; `windows` maps a name to step numbers. Returns the Figure.
+    `frame` is `helpers.world.sums.mixture()`; `windows` maps a name to step numbers. Returns the Figure.
     """
     fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
     groups = ["small", "mixed", "large"]

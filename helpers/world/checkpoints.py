@@ -1,11 +1,9 @@
 """Which checkpoints exist, where they live, and how to load them. Used by every notebook.
 
-The world's training run (helpers.training) saves a checkpoint every few steps; its `selection`
+The world's training run (helpers.world.training) saves a checkpoint every few steps; its `selection`
 artifact picks the ones the series studies: the earlier ones train non-oracle methods, the later ones
-are evaluated. "finetuned" and "rl" name the post-trained models of notebook 01 (helpers.rl).
+are evaluated. "finetuned" and "rl" name the post-trained models of notebook 01 (helpers.world.rl).
 This module reads those artifacts by name from the cache, so it needs none of the modules that build them.
-
-Layer 3: imports config, artifacts and model.
 """
 from __future__ import annotations
 
@@ -15,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import artifacts
-from .model import load_any, load_pretrained
+from helpers.cache import artifacts
+from helpers.world.model import load_any, load_pretrained
 
 POST_TRAINED = ("finetuned", "rl")
 
@@ -153,7 +151,8 @@ def window_changes(results: pd.DataFrame, windows: dict, groups: dict, at_least:
             raise ValueError(f"window {window!r} needs at least two checkpoints, got {names}")
         missing = [n for n in names if n not in correct.columns]
         if missing:
-            raise ValueError(f"results has no answers from {missing}; pass greedy results of every window's checkpoints")
+            raise ValueError(f"results has no answers from {missing}; "
+                             "pass greedy results of every window's checkpoints")
         for group, ids in groups.items():
             part = correct.loc[correct.index.intersection(pd.Index(ids)), names].astype(bool).to_numpy()
             if part.size == 0:

@@ -15,8 +15,6 @@ Metrics are the weighted forms of `contrast.pair_metrics` (AUC, Brier and Δ on 
 pair, binned ECE on the later one), checked against scikit-learn's `sample_weight` in the tests.
 
 Used by `comparison` (notebooks 05 and 06) and `findings`.
-
-Layer 4: imports metrics, contrast and stats.
 """
 from __future__ import annotations
 
@@ -24,8 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from . import metrics, stats
-from .contrast import contrast_rows, pooled_normalizer
+from helpers.evaluation import metrics, stats
+from helpers.evaluation.contrast import contrast_rows, pooled_normalizer
 
 CONTRAST_METRICS = ("auc", "brier", "ece", "delta", "auc_cb", "brier_cb", "delta_cb")
 
@@ -35,7 +33,7 @@ def question_weights(question_ids, n: int | None = None, seed: int = 0) -> pd.Da
     ids = np.unique(np.asarray(question_ids))
     if ids.size == 0:
         raise ValueError("no questions to resample; pass the ids of the contrast questions")
-    n = stats._resample_count("auc", n)
+    n = stats.resample_count("auc", n)
     rng = np.random.default_rng(seed)
     return pd.DataFrame(rng.poisson(1.0, size=(n, ids.size)).astype(float), columns=ids)
 
@@ -46,7 +44,8 @@ def stratified(weights: np.ndarray, strata) -> np.ndarray:
     weights = np.asarray(weights, dtype=float)
     strata = np.asarray(strata)
     if weights.ndim != 2 or weights.shape[1] != strata.size:
-        raise ValueError(f"weights must be (replicates, {strata.size}) for {strata.size} questions, got {weights.shape}")
+        raise ValueError(f"weights must be (replicates, {strata.size}) for {strata.size} questions, "
+                         f"got {weights.shape}")
     out = np.empty_like(weights)
     for label in np.unique(strata):
         cols = strata == label
@@ -112,7 +111,8 @@ def pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n
     conf, correct = rows["confidence"].to_numpy(float), rows["correct"].to_numpy(float)
     if metric.endswith("_cb"):  # class-balanced: the mean of the metric on improvements and on regressions
         kinds = rows["kind"].to_numpy()
-        return np.mean([pair_values(metric[:-3], rows[kinds == k], ckpt_j, w, n_bins) for k in ("improvement", "regression")],
+        return np.mean([pair_values(metric[:-3], rows[kinds == k], ckpt_j, w, n_bins)
+                        for k in ("improvement", "regression")],
                        axis=0)
     if metric == "auc":
         return weighted_auc(conf, correct, per_question[:, cols])
@@ -160,7 +160,7 @@ def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.Data
     value = {side: float(v[0]) for side, v in per_rep.items()}
     all_diffs = per_rep["a"][1:] - per_rep["b"][1:]
     difference = value["a"] - value["b"]
-    lower, upper, diffs = stats._one_sided_interval(all_diffs, difference, metric)
+    lower, upper, diffs = stats.one_sided_interval(all_diffs, difference, metric)
     return {"metric": metric, "value_a": value["a"], "value_b": value["b"], "difference": difference,
             "lower": lower, "upper": upper, "contains_zero": bool(lower <= 0 <= upper), "n_resamples": int(diffs.size),
             "n_pairs": len(used), "n_questions": int(ids.size), "diffs": all_diffs}
@@ -193,7 +193,7 @@ def over_seeds(run, df_a: pd.DataFrame, df_b: pd.DataFrame, seed: int = 0) -> di
         return {**runs[0], "n_seeds": 1}
     all_diffs = seed_resampled_mean(np.vstack([np.asarray(r["diffs"], dtype=float) for r in runs]), seed)
     out = {**runs[0], **{key: float(np.mean([r[key] for r in runs])) for key in ("value_a", "value_b", "difference")}}
-    lower, upper, diffs = stats._one_sided_interval(all_diffs, out["difference"], out.get("metric", "metric"))
+    lower, upper, diffs = stats.one_sided_interval(all_diffs, out["difference"], out.get("metric", "metric"))
     out.update(lower=lower, upper=upper, contains_zero=bool(lower <= 0 <= upper), n_resamples=int(diffs.size),
                diffs=all_diffs, n_seeds=k)
     return out

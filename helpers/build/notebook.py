@@ -1,14 +1,13 @@
 """The setup cell every notebook starts with.
-
-Top layer: imports config, plots and shipped (and the package's CPU_KERNELS and NUMPY_AVX512).
 """
 from __future__ import annotations
 
 import platform
 from importlib import metadata
 
-from . import CPU_KERNELS, NUMPY_AVX512, config, shipped
-from .plots import use_style
+from helpers import CPU_KERNELS, NUMPY_AVX512, config
+from helpers.cache import shipped
+from helpers.figures.plots import use_style
 
 _SHOWN = ("torch", "transformers", "peft", "numpy", "pandas", "scikit-learn", "relplot", "matplotlib")
 

@@ -4,8 +4,6 @@ Every method is named in METHODS and built from cached artifacts, so the whole t
 included, is itself cached: rerunning a notebook reads it back in seconds. The cache records every
 method's results the table read, so a change to any of them (an adapter's learning rate, the number of
 beams) rebuilds the table too.
-
-Layer 8: imports the metrics, the checkpoints, decoding and every confidence method.
 """
 from __future__ import annotations
 
@@ -17,17 +15,19 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from . import config, contrast, findings, metrics, shared_bootstrap, stats
-from .artifacts import load_or_build, register
-from .checkpoints import get_checkpoints
-from .confidence import adapters, baselines, p_true, posthoc
-from .confidence import self_consistency as sc
-from .confidence import verbalized
-from .decoding import greedy_results
+from helpers import config
+from helpers.evaluation import contrast, findings, metrics, shared_bootstrap, stats
+from helpers.cache.artifacts import load_or_build, register
+from helpers.world.checkpoints import get_checkpoints
+from helpers.confidence import adapters, baselines, p_true, posthoc
+from helpers.confidence import self_consistency as sc
+from helpers.confidence import verbalized
+from helpers.world.decoding import greedy_results
 
 FULL_SET_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("SmoothECE", "smooth_ece")]
-CONTRAST_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("Δ", "delta"), ("AUC class-balanced", "auc_cb"),
-                    ("Brier class-balanced", "brier_cb"), ("Δ class-balanced", "delta_cb")]
+CONTRAST_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("Δ", "delta"),
+                    ("AUC class-balanced", "auc_cb"), ("Brier class-balanced", "brier_cb"),
+                    ("Δ class-balanced", "delta_cb")]
 # Metrics the bootstrap tests (SmoothECE is too slow to resample for every cell; the class-balanced ones have no
 # resampler). The class-balanced columns average the improvements' and the regressions' metric: a method that
 # scores "the later checkpoint is right" does well on the majority kind and badly on the other (notebook 04).
@@ -150,12 +150,13 @@ def scores(df: pd.DataFrame, pairs, min_size: int, checkpoints=None, normalizer=
 
 def _table_scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
     every = scores(df, pairs, min_size)
-    return {key: every[key] for key in [("full set", label) for label, _ in FULL_SET_METRICS] + [("contrast set", label) for label, _ in CONTRAST_METRICS]}
+    return {key: every[key] for key in [("full set", label) for label, _ in FULL_SET_METRICS]
+            + [("contrast set", label) for label, _ in CONTRAST_METRICS]}
 
 
 # 2: one question resample shared by the pairs; 3: class-balanced columns, non-oracle isotonic; 4: adapters over seeds;
 # 5: the GCM over seeds
-@register("comparison", version="5")
+@register("comparison")
 def _build_comparison(folder, methods: str, reference: str) -> dict:
     """Metrics of several methods and, for each cell, whether it is distinguishable from the reference."""
     names = methods.split("|")
@@ -188,7 +189,8 @@ def _build_comparison(folder, methods: str, reference: str) -> dict:
 
 
 def comparison(methods: list[str], reference: str = "oracle adapter") -> dict:
-    """Cached table: `values` (methods × metrics), `indistinguishable` (bootstrap interval vs the reference contains 0)."""
+    """Cached table: `values` (methods × metrics), `indistinguishable` (bootstrap interval vs the reference
+    contains 0)."""
     unknown = [m for m in [*methods, reference] if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown methods {unknown}; choose from {list(METHODS)}")
@@ -197,7 +199,7 @@ def comparison(methods: list[str], reference: str = "oracle adapter") -> dict:
     return load_or_build("comparison", methods="|".join(methods), reference=reference)
 
 
-@register("findings", version="1")
+@register("findings")
 def _build_findings(folder, claims: str) -> pd.DataFrame:
     """The findings table of claims about named METHODS: every row's paired bootstrap, once."""
     chosen = [findings.Claim(**c) for c in json.loads(claims)]
@@ -223,15 +225,17 @@ def verbalized_frames() -> dict[str, pd.DataFrame]:
     oracle = metrics.seed_frames(oracle_seeds)[0]
     focus = oracle[oracle["checkpoint"] == verbalized.focus_checkpoint()].reset_index(drop=True)
     ok = focus["parsed"].to_numpy()
-    frames = {"stated (expected)": oracle_seeds, "token probability": oracle.assign(confidence=oracle["token_probability"]),
-              f"non-oracle ({verbalized.default_source()})": verbalized.seeded_results("test", source=verbalized.default_source())}
+    frames = {"stated (expected)": oracle_seeds,
+              "token probability": oracle.assign(confidence=oracle["token_probability"]),
+              f"non-oracle ({verbalized.default_source()})":
+                  verbalized.seeded_results("test", source=verbalized.default_source())}
     if ok.any():
         frames["expected, decodable answers"] = focus.loc[ok].assign(confidence=focus.loc[ok, "expected"])
         frames["decoded number"] = focus.loc[ok].assign(confidence=focus.loc[ok, "stated"])
     return frames
 
 
-@register("verbalized_findings", version="1")
+@register("verbalized_findings")
 def _build_verbalized_findings(folder, claims: str) -> pd.DataFrame:
     """The findings table of claims about `verbalized_frames`, each on its own checkpoints."""
     frames = verbalized_frames()
@@ -246,11 +250,12 @@ def decided_verbalized(claims) -> pd.DataFrame:
         [[dataclasses.asdict(c), list(where)] for c, where in claims], sort_keys=True))
 
 
-@register("gcm_test", version="2")  # 2: the GCM over seeds
+@register("gcm_test")  # 2: the GCM over seeds
 def _build_gcm_test(folder) -> dict:
     """The GCM's contrast-set headroom against the verifier's own knowledge (`findings.gcm_headroom`)."""
-    return findings.gcm_headroom(method_results("oracle adapter"), method_results("GCM"), baselines.verifier_correct("test"),
-                                 contrast.all_pairs(_ck().evaluation), config.contrast().min_size)
+    return findings.gcm_headroom(method_results("oracle adapter"), method_results("GCM"),
+                                 baselines.verifier_correct("test"), contrast.all_pairs(_ck().evaluation),
+                                 config.contrast().min_size)
 
 
 def gcm_test() -> dict:
@@ -269,7 +274,7 @@ def notebook04_methods() -> dict[str, pd.DataFrame]:
 
 
 # 2-3: only the pairs with `min_size` contrast questions shared by both methods, as in `shared_bootstrap`
-@register("sc_differences", version="3")
+@register("sc_differences")
 def _build_sc_differences(folder) -> pd.DataFrame:
     """Notebook 04 §7: self-consistency's AUC minus each other method's, full set and per neighbouring pair."""
     ck, methods, min_size = _ck(), notebook04_methods(), config.contrast().min_size
@@ -279,13 +284,15 @@ def _build_sc_differences(folder) -> pd.DataFrame:
         if name == "self-consistency":
             continue
         full = stats.full_set_bootstrap("auc", sc, df, ck.evaluation, seed=0)
-        big = [p for p in pairs if np.intersect1d(sc_ids[p], contrast.contrast_set(df, *p)["question_id"]).size >= min_size]
+        big = [p for p in pairs
+               if np.intersect1d(sc_ids[p], contrast.contrast_set(df, *p)["question_id"]).size >= min_size]
         per_pair = [stats.contrast_bootstrap("auc", sc, df, i, j, seed=0) for i, j in big]
         rows.append({"method": name, "full-set AUC: SC − method": full["difference"],
                      "interval excludes 0": not full["contains_zero"],
                      "contrast AUC: SC − method (mean over pairs)":
                          np.mean([r["difference"] for r in per_pair]) if per_pair else np.nan,
-                     "pairs where the interval excludes 0": f"{sum(not r['contains_zero'] for r in per_pair)} of {len(per_pair)}"})
+                     "pairs where the interval excludes 0":
+                         f"{sum(not r['contains_zero'] for r in per_pair)} of {len(per_pair)}"})
     return pd.DataFrame(rows).set_index("method")
 
 
@@ -297,11 +304,12 @@ def sc_differences() -> pd.DataFrame:
     return load_or_build("sc_differences")
 
 
-@register("domain_claim", version="1")
+@register("domain_claim")
 def _build_domain_claim(folder) -> dict:
     """Notebook 06's domain-transfer claim (`findings.gap_claim`), or why this world cannot test it."""
     ck = _ck()
-    frames = [tuple(adapters.seeded_results(split, ck.evaluation, source=source) for source in ("oracle", ck.training[-1]))
+    frames = [tuple(adapters.seeded_results(split, ck.evaluation, source=source)
+                    for source in ("oracle", ck.training[-1]))
               for split in ("test", "transfer_test")]
     try:
         return findings.gap_claim(*frames, contrast.all_pairs(ck.evaluation),

@@ -2,11 +2,9 @@
 
 The run's checkpoints stand in for an open model's public checkpoints (notebook 00). A data mixture
 that alternates between small, large and mixed operands, then the uniform mix while the learning rate anneals
-and a short large phase, makes knowledge both appear and disappear between checkpoints, like pre-training on shifting data.
-Every size and the mixture come from `config.world()`. Which checkpoints were selected, and where they
-live, is `helpers.checkpoints` (re-exported here for the notebooks).
-
-Layer 5: imports config, sums, artifacts, model, loop, contrast, checkpoints and decoding.
+and a short large phase, makes knowledge both appear and disappear between checkpoints, like pre-training on
+shifting data. Every size and the mixture come from `config.world()`. Which checkpoints were selected, and where they
+live, is `helpers.world.checkpoints` (re-exported here for the notebooks).
 """
 from __future__ import annotations
 
@@ -20,20 +18,23 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from . import artifacts, config, loop, sums
-from .artifacts import register
-from .contrast import consecutive_pairs, flip_counts
-from .checkpoints import (Checkpoints, checkpoint_path, get_checkpoints, saved_steps,  # noqa: F401 (re-exported)
-                          step_name, window_changes, world)
-from .decoding import greedy, greedy_results
-from .model import build_model, build_tokenizer, conversation_prompt, load_pretrained
+from helpers.cache import artifacts
+from helpers import config
+from helpers.world import loop, sums
+from helpers.cache.artifacts import register
+from helpers.evaluation.contrast import consecutive_pairs, flip_counts
+from helpers.world.checkpoints import (  # noqa: F401 (re-exported)
+    Checkpoints, checkpoint_path, get_checkpoints, saved_steps, step_name, window_changes, world,
+)
+from helpers.world.decoding import greedy, greedy_results
+from helpers.world.model import build_model, build_tokenizer, conversation_prompt, load_pretrained
 
 
 def encode_training_pairs(tokenizer, pairs: list[tuple[str, ...]]) -> dict[str, torch.Tensor]:
     """Right-padded (prompt + reply + end mark) ids; the loss sees only the reply and end mark.
 
-    Each conversation is (question, answer) or longer (`helpers.sums.training_batch`): every turn but
-    the last makes the prompt (`helpers.model.conversation_prompt`), the last is the reply."""
+    Each conversation is (question, answer) or longer (`helpers.world.sums.training_batch`): every turn but
+    the last makes the prompt (`helpers.world.model.conversation_prompt`), the last is the reply."""
     prompts = [conversation_prompt(turns[:-1]) for turns in pairs]
     prompt_len = torch.tensor([len(p) for p in tokenizer(prompts, add_special_tokens=False)["input_ids"]])
     enc = tokenizer([p + turns[-1] + tokenizer.eos_token for p, turns in zip(prompts, pairs)],
@@ -274,13 +275,13 @@ def monitor_flips(correct: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], (correct[1:] != correct[:-1]).sum(axis=1)])
 
 
-@register("world", version="3")
+@register("world")
 def _build_world(folder: Path) -> dict:
     """Train the model and save every checkpoint (the `selection` artifact picks the ones used)."""
     return {"log": train_run(folder)}
 
 
-@register("selection", version="8")
+@register("selection")
 def _build_selection(folder: Path) -> dict:
     """Score every save on the whole test and transfer_test splits, then pick the checkpoints the series uses.
 
@@ -332,14 +333,19 @@ def world_rules() -> dict:
     flips = flip_counts(test, ck.evaluation)
     neighbours = flips.merge(pd.DataFrame(consecutive_pairs(ck.evaluation), columns=["ckpt_i", "ckpt_j"]))
     need_regressions = max(1, round(rules["regressions_per_5000"] * config.splits().n_test / 5000))
-    big, big_sub = int((flips["contrast"] >= c.min_size).sum()), int((flip_counts(sub, ck.evaluation)["contrast"] >= c.min_size_transfer).sum())
+    big, big_sub = (int((flips["contrast"] >= c.min_size).sum()),
+                    int((flip_counts(sub, ck.evaluation)["contrast"] >= c.min_size_transfer).sum()))
     values = {
-        f"first accuracy (< {rules['first_below']})": (round(float(accuracy[ck.all[0]]), 3), accuracy[ck.all[0]] < rules["first_below"]),
-        f"last accuracy (>= {rules['last_at_least']})": (round(float(accuracy[ck.all[-1]]), 3), accuracy[ck.all[-1]] >= rules["last_at_least"]),
-        f"evaluation pairs with >= {c.min_size} contrast questions (most)": (f"{big}/{len(flips)}", big > len(flips) / 2),
+        f"first accuracy (< {rules['first_below']})":
+            (round(float(accuracy[ck.all[0]]), 3), accuracy[ck.all[0]] < rules["first_below"]),
+        f"last accuracy (>= {rules['last_at_least']})":
+            (round(float(accuracy[ck.all[-1]]), 3), accuracy[ck.all[-1]] >= rules["last_at_least"]),
+        f"evaluation pairs with >= {c.min_size} contrast questions (most)":
+            (f"{big}/{len(flips)}", big > len(flips) / 2),
         f"fewest regressions between neighbouring evaluation checkpoints (>= {need_regressions})":
             (int(neighbours["regressions"].min()), neighbours["regressions"].min() >= need_regressions),
-        f"evaluation pairs with >= {c.min_size_transfer} subtraction contrast questions (>= 1)": (big_sub, big_sub >= 1),
+        f"evaluation pairs with >= {c.min_size_transfer} subtraction contrast questions (>= 1)":
+            (big_sub, big_sub >= 1),
     }
     questions = sums.split("test")
     ranges = sums.operand_range(questions["a"], questions["b"])
@@ -347,7 +353,8 @@ def world_rules() -> dict:
     windows = {"training": ck.training, "evaluation": ck.evaluation}
     at_least = rules["both_ways_at_least"]
     table = pd.concat([window_changes(test, windows, groups, at_least),
-                       window_changes(sub, windows, {"subtraction": sums.split("transfer_test")["question_id"]}, at_least)])
+                       window_changes(sub, windows, {"subtraction": sums.split("transfer_test")["question_id"]},
+                                      at_least)])
     order = [(w, g) for w in windows for g in [*groups, "subtraction"]]
     table = table.loc[order]
     table["needed"] = [not (w == "training" and g == "subtraction") for w, g in order]

@@ -1,0 +1,201 @@
+"""Command line: `python -m helpers COMMAND [--fast]`.
+
+- `build`: unpack the shipped world (`helpers.cache.shipped`), then build whatever is missing;
+  `build --scratch` ignores the shipped files (`make world`).
+- `notebooks`: execute the notebooks in place (`--only GLOB`, `--no-save`): each chapter's answer twin
+  (notebooks/solutions/) where it exists, saving the twin and its learner's copy (`helpers.build.twins`).
+- `twins`: rewrite the learner's notebooks from their twins, without executing anything (`--only GLOB`).
+- `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import importlib
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from helpers.cache import artifacts, shipped
+from helpers import config
+from helpers.figures import explorers
+from helpers.world import rl
+from helpers.build import twins
+from helpers.results.comparison import TABLES, comparison, domain_claim, method_results, sc_differences
+from helpers.confidence import adapters, feature_variance
+from helpers.confidence import self_consistency as sc
+from helpers.confidence import verbalized
+from helpers.world.decoding import greedy_results
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def stages() -> dict:
+    """The build stages, in order: stage -> {task: function}. The tasks of one stage are independent of each
+    other (they may share what they read: the cache's locks make a second builder wait for the first)."""
+    config.set_threads()  # HELPERS_THREADS, or 2
+    methods = list(dict.fromkeys(m for names in TABLES.values() for m in names))
+    return {
+        "world": {"world": lambda: (artifacts.load_or_build("world"), artifacts.load_or_build("selection"))},
+        "greedy": {f"greedy {split}": (lambda split=split: greedy_results(split))
+                   for split in ("hundred", "test", "adapter_train", "transfer_test")},
+        "inference-time methods": {
+            "post-training": lambda: [artifacts.load_or_build("greedy", checkpoint=m, split=s)
+                                      for m in rl.POST_TRAINED for s in ("hundred", "test")],
+            "self-consistency test": lambda: sc.sc_results("test"),
+            "self-consistency adapter_train": lambda: sc.sc_results("adapter_train"),
+            "sampled self-consistency": lambda: sc.sampled_sc_results("test"),
+            "rephrasings": sc.rephrasing_results,
+            **{f"verbalized seed {seed}": (lambda seed=seed: verbalized.build_seed(seed)) for seed in config.adapters().seeds},
+            "verbalized rephrasings": verbalized.verbalized_rephrasings,
+        },
+        # Every method of the results tables of notebooks 05 and 06 (training every adapter and baseline they use),
+        # notebook 06's own adapters (transfer matrix, random labels, domain transfer, exercise 1), and the
+        # adapters' features that its B.7 analysis reads.
+        "adapters and baselines": {**{f"method {name}": (lambda name=name: method_results(name)) for name in methods},
+                                   **adapters.notebook06_results(),
+                                   **{f"feature variance {source}": (lambda source=source: feature_variance.feature_variance(source))
+                                      for source in feature_variance.SOURCES}},
+        "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
+                      for key, names in TABLES.items()},
+                   "domain transfer claim": domain_claim, "notebook 04 bootstrap": sc_differences},
+    }
+
+
+def _for_workers(name: str):
+    """This module's function `name` as a spawned worker can import it (run as `python -m helpers`, this
+    module is `__main__`, which a worker cannot look a function up in)."""
+    return getattr(importlib.import_module(f"{__package__}.__main__"), name)
+
+
+def _run_task(stage: str, task: str) -> float:
+    """Run one task of `stages()` (in a worker process); returns its seconds."""
+    start = time.perf_counter()
+    stages()[stage][task]()
+    return time.perf_counter() - start
+
+
+def build_all(only: str | None = None, jobs: int = 1) -> None:
+    """Build every artifact the notebooks load (or the stages up to and including `only`), with `jobs`
+    worker processes for the tasks of a stage (each with the world's torch threads: the same numbers)."""
+    todo = stages()
+    if only is not None and only not in todo:
+        raise ValueError(f"unknown stage {only!r}; choose one of {list(todo)}")
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    start = time.perf_counter()
+    for name, tasks in todo.items():
+        t = time.perf_counter()
+        if jobs == 1 or len(tasks) == 1:
+            for fn in tasks.values():
+                fn()
+        else:
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = {pool.submit(_for_workers("_run_task"), name, task): task for task in tasks}
+                for future in as_completed(futures):
+                    print(f"  {futures[future]}: {future.result():.0f} s", flush=True)
+        print(f"stage {name}: {time.perf_counter() - t:.0f} s", flush=True)
+        if name == only:
+            break
+    print(f"artifacts ready in {time.perf_counter() - start:.0f} s")
+
+
+def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
+    """The notebooks to execute, by file name: a chapter's answer twin (notebooks/solutions/, which holds
+    the whole chapter) where it exists, else the notebook itself (no solutions/ folder: every notebook)."""
+    found = {p.name: p for p in NOTEBOOK_DIR.glob(pattern)}
+    found.update({p.name: p for p in (NOTEBOOK_DIR / twins.SOLUTIONS).glob(pattern)})
+    return [found[name] for name in sorted(found)]
+
+
+def join_streams(nb) -> None:
+    """Join each cell's consecutive pieces of one stream: the kernel splits them at random flushes,
+    so a rerun that prints the same text writes the same file."""
+    for cell in nb.cells:
+        joined = []
+        for out in cell.get("outputs", []):
+            if joined and out.get("output_type") == "stream" and joined[-1].get("output_type") == "stream" \
+                    and joined[-1]["name"] == out["name"]:
+                joined[-1]["text"] += out["text"]
+            else:
+                joined.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = joined
+
+
+def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = False):
+    """Execute one notebook in a fresh kernel (in the notebooks folder, also for an answer twin);
+    returns seconds (or, with `keep`, the executed notebook). Saving a twin also writes its learner's copy."""
+    nb = nbformat.read(path, as_version=4)
+    committed_metadata = copy.deepcopy(nb.metadata)
+    folder = twins.student_path(path).parent if twins.is_twin(path) else path.parent
+    if inplace and twins.is_twin(path):
+        twins.student_copy(nb, path.name)  # a solution out of place fails now, not after the run
+    start = time.perf_counter()
+    # No timing metadata: a rerun that computes the same outputs writes the same file (git status stays clean).
+    # The kernel imports this checkout's helpers, also where .venv belongs to another clone (its editable install).
+    paths = os.pathsep.join(p for p in (str(config.REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(folder)}}).execute(env={**os.environ, "PYTHONPATH": paths})
+    seconds = time.perf_counter() - start
+    nb.metadata = committed_metadata  # the kernel's Python version is no result: another Python rewrites only outputs
+    join_streams(nb)
+    explorers.strip_widgets(nb)  # the explorers' static figures stay; random widget ids would change every run
+    if inplace:
+        tmp = path.with_suffix(".ipynb.tmp")
+        nbformat.write(nb, tmp)
+        os.replace(tmp, path)
+        if twins.is_twin(path):
+            twins.write_student_copy(path)
+    return nb if keep else seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m helpers")
+    parser.add_argument("command", choices=["build", "notebooks", "twins", "pack", "verify-rebuild"])
+    parser.add_argument("--fast", action="store_true", help="small sizes (HELPERS_FAST=1), as in `make test`")
+    parser.add_argument("--only", default=None,
+                        help="build: the last stage to build; notebooks, twins: a glob of notebook file names")
+    parser.add_argument("--no-save", action="store_true", help="execute notebooks without writing outputs back")
+    parser.add_argument("--scratch", action="store_true", help="do not unpack the shipped world (HELPERS_SHIPPED=0)")
+    parser.add_argument("--read-log", default=None, help="pack: ship only the entries this HELPERS_READ_LOG file lists")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="build: worker processes for the independent tasks of a stage; notebooks: notebooks at once")
+    args = parser.parse_args(argv)
+    if args.fast:
+        os.environ["HELPERS_FAST"] = "1"
+    if args.scratch:
+        os.environ["HELPERS_SHIPPED"] = "0"  # the notebooks' setup cell then unpacks nothing either
+    if args.command == "build":
+        print(shipped.use(), flush=True)  # unpacks it, and says which package versions differ from its own
+        build_all(args.only, args.jobs)
+    elif args.command == "pack":
+        index = shipped.pack(read_log=None if args.read_log is None else Path(args.read_log))
+        for name, info in sorted(index["archives"].items()):
+            print(f"{name}: {info['bytes'] / 1e6:.1f} MB, {len(info['entries'])} entries")
+        print(f"shipped world: {index['total_bytes'] / 1e6:.1f} MB in {shipped.SHIPPED_DIR}")
+    elif args.command == "verify-rebuild":
+        differences = shipped.compare_rebuild()
+        print("\n".join(differences) or "the cache reproduces every shipped file")
+        return 1 if differences else 0
+    elif args.command == "twins":
+        for path in twins.write_student_copies(NOTEBOOK_DIR, args.only or "*.ipynb"):
+            print(f"rewrote {path.relative_to(NOTEBOOK_DIR.parent)}", flush=True)
+    elif args.jobs > 1:  # the later notebooks are the longer ones: start them first
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = {pool.submit(_for_workers("run_notebook"), path, not args.no_save): path
+                       for path in reversed(notebook_paths(args.only or "*.ipynb"))}
+            for future in as_completed(futures):
+                print(f"{futures[future].relative_to(NOTEBOOK_DIR)}: {future.result():.1f} s", flush=True)
+    else:
+        for path in notebook_paths(args.only or "*.ipynb"):
+            seconds = run_notebook(path, inplace=not args.no_save)
+            print(f"{path.relative_to(NOTEBOOK_DIR)}: {seconds:.1f} s", flush=True)
+    return 0
+
