@@ -18,7 +18,7 @@ PIP_ARGS ?=
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint notebooks data world pack lab bench clean book check-site
+.PHONY: help test lint notebooks data world rekey pack lab bench clean book check-site
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -56,6 +56,12 @@ world: $(STAMP)  ## rebuild every artifact from scratch in data/scratch/, then c
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers build --jobs 2
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save --jobs 2  # builds what `build` left
 	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers verify-rebuild
+
+# Maintainers, after a code change that invalidates shipped entries (a refactor): `make world`, then this
+# records the current code's key for every shipped entry the rebuild reproduced file for file (index.json
+# only; the archives stay as they are). Entries it could not reproduce need `make pack`.
+rekey: $(STAMP)  ## maintainers: after `make world`, re-key the shipped entries it reproduced
+	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers rekey
 
 # Maintainers: build, run every notebook (saving outputs) and ship exactly the cache entries they read
 # (HELPERS_READ_LOG lists them; `shipped.read_entries` adds what those were built from).

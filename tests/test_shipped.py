@@ -182,3 +182,43 @@ def test_a_rebuild_may_differ_in_timings_and_cache_paths_only():
     assert not same_content("adapter_config.json", config_json.encode(),
                             config_json.replace('"r": 16', '"r": 8').encode())
     assert not same_content("adapter_model.safetensors", b"1", b"2")
+
+
+def test_a_rebuild_that_reproduces_the_shipped_files_rekeys_them_without_new_archives(toy, monkeypatch):
+    """A refactor changes the code's key of every entry; `rekey` (after `make world`) records the new key in
+    the index for each entry whose rebuild reproduced its files, and `install` writes it into the manifest."""
+    import shutil
+
+    where = toy / "world"
+    index = shipped.pack(where)
+    archive = (where / "toy_for_shipping.tar.xz").read_bytes()
+    monkeypatch.setattr(artifacts, "code_of", lambda art: "refactored-code")  # as after a refactor
+    artifacts.forget()
+    assert "the code that built it changed" in artifacts.why_invalid("toy_for_shipping", k=3)
+    monkeypatch.setenv("HELPERS_CACHE", str(toy / "scratch"))  # `make world`: rebuild without the shipped files
+    for k in (3, 5):
+        artifacts.load_or_build("toy_for_shipping", k=k)
+    real = artifacts.REGISTRY["toy_for_shipping"].build
+
+    def changed(folder, k):  # k=5 no longer reproduces its weights
+        result = real(folder, k)
+        if k == 5:
+            (folder / "weights.bin").write_bytes(b"other")
+        return result
+
+    artifacts.REGISTRY["toy_for_shipping"].build = changed
+    with config.override("world", seed=0):  # same settings, a new process's view of the k=5 entry
+        artifacts.forget()
+        shutil.rmtree(artifacts.entry_folder(artifacts.manifest("toy_for_shipping", k=5)))
+        artifacts.load_or_build("toy_for_shipping", k=5)
+    assert shipped.rekey(where) == ["toy_for_shipping (k=5)"]
+    assert (where / "toy_for_shipping.tar.xz").read_bytes() == archive  # the archive is untouched
+    rekeyed = json.loads((where / "index.json").read_text())["rekeyed"]
+    assert list(rekeyed) == [e["id"] for e in index["archives"]["toy_for_shipping.tar.xz"]["entries"]
+                             if e["params"]["k"] == 3]
+    assert rekeyed[next(iter(rekeyed))]["code"] == "refactored-code"
+    monkeypatch.setenv("HELPERS_CACHE", str(toy / "reader"))  # a reader's fresh clone
+    artifacts.forget()
+    shipped.install(where)
+    assert artifacts.why_invalid("toy_for_shipping", k=3) is None  # re-keyed: used as shipped
+    assert "the code that built it changed" in artifacts.why_invalid("toy_for_shipping", k=5)  # needs `make pack`

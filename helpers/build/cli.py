@@ -5,7 +5,8 @@
 - `notebooks`: execute the notebooks in place (`--only GLOB`, `--no-save`): each chapter's answer twin
   (notebooks/solutions/) where it exists, saving the twin and its learner's copy (`helpers.build.twins`).
 - `twins`: rewrite the learner's notebooks from their twins, without executing anything (`--only GLOB`).
-- `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them.
+- `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them;
+  `rekey`: after a rebuild that reproduced them, record the current code's key for the shipped entries.
 """
 from __future__ import annotations
 
@@ -69,9 +70,9 @@ def stages() -> dict:
 
 
 def _for_workers(name: str):
-    """This module's function `name` as a spawned worker can import it (run as `python -m helpers`, this
-    module is `__main__`, which a worker cannot look a function up in)."""
-    return getattr(importlib.import_module(f"{__package__}.__main__"), name)
+    """This module's function `name` as a spawned worker can import it: by its module's name,
+    `helpers.build.cli` (`python -m helpers` runs the shim helpers/__main__.py, which imports this)."""
+    return getattr(importlib.import_module(__name__), name)
 
 
 def _run_task(stage: str, task: str) -> float:
@@ -158,7 +159,7 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers")
-    parser.add_argument("command", choices=["build", "notebooks", "twins", "pack", "verify-rebuild"])
+    parser.add_argument("command", choices=["build", "notebooks", "twins", "pack", "verify-rebuild", "rekey"])
     parser.add_argument("--fast", action="store_true", help="small sizes (HELPERS_FAST=1), as in `make test`")
     parser.add_argument("--only", default=None,
                         help="build: the last stage to build; notebooks, twins: a glob of notebook file names")
@@ -180,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         for name, info in sorted(index["archives"].items()):
             print(f"{name}: {info['bytes'] / 1e6:.1f} MB, {len(info['entries'])} entries")
         print(f"shipped world: {index['total_bytes'] / 1e6:.1f} MB in {shipped.SHIPPED_DIR}")
+    elif args.command == "rekey":
+        failed = shipped.rekey()
+        print("re-keyed every shipped entry to the current code" if not failed else
+              f"{len(failed)} shipped entries were not reproduced and keep their old key (run `make pack`): "
+              + "; ".join(failed[:10]))
+        return 1 if failed else 0
     elif args.command == "verify-rebuild":
         differences = shipped.compare_rebuild()
         print("\n".join(differences) or "the cache reproduces every shipped file")

@@ -36,7 +36,7 @@ def setup(seed: int = config.SEED) -> None:
     if kernels != CPU_KERNELS:  # only where it matters: committed outputs stay the same on every machine
         print(f"CPU kernels: {kernels}, not the {CPU_KERNELS} ones the shipped world was built with: what torch "
               "and numpy compute here can differ from the committed outputs in the last digits, and a rebuild "
-              "can train another world (README, 'What may differ on another machine')")
+              "can train another world (docs/platforms.md)")
     print(shipped.use())
     changed = config.overrides()
     if changed:

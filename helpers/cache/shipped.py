@@ -117,9 +117,56 @@ def install(where: Path | None = None) -> dict:
             for entry in sorted(todo):
                 _unpack_entry(tar, members, entry, root / entry)
                 added += 1
-    if added:
+    rekeyed = _apply_rekeys(index)
+    if added or rekeyed:
         artifacts.forget()  # entries replaced on disk are checked again (unpacked files keep the archive's times)
     return {"added": added, "present": present, "entries": added + present}
+
+
+# Re-keying: a shipped entry whose rebuild under the current code reproduced every one of its files is kept
+# as it is, and the index records the key of the code that reproduced it (`rekey`). `install` writes that key
+# into the unpacked entry's manifest (which no checksum covers), so the archive itself never changes: a
+# refactor costs a rebuild and a few lines of index.json, not new archives in every clone.
+REKEYED = ("code", "threads", "cache_version")
+
+
+def _apply_rekeys(index: dict) -> int:
+    """Write the index's recorded keys into the manifests of the unpacked entries; returns how many changed."""
+    changed = 0
+    for entry_id, key in index.get("rekeyed", {}).items():
+        entry = next((e for info in index["archives"].values() for e in info["entries"] if e["id"] == entry_id), None)
+        path = artifacts.entry_folder(entry) / artifacts.MANIFEST if entry else None
+        if path is None or not path.exists():
+            continue
+        manifest = json.loads(path.read_text())
+        if {k: manifest.get(k) for k in REKEYED} != {k: key.get(k) for k in REKEYED}:
+            manifest.update({k: key[k] for k in REKEYED if k in key})
+            path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+            changed += 1
+    return changed
+
+
+def rekey(where: Path | None = None) -> list[str]:
+    """After a rebuild under the current code (`make world`): record in the index, for every shipped entry
+    that the rebuild reproduced file for file, the key of the code that reproduced it. Returns the entries
+    it could not re-key (not rebuilt, or a file differs): those need `make pack`. Writes nothing else."""
+    where = SHIPPED_DIR if where is None else where
+    index = verify(where)
+    differences = compare_rebuild(where)
+    built = {(e["name"], json.dumps(e["params"], sort_keys=True)): e for e in artifacts.valid_entries()}
+    failed_labels = {line.split(":")[0] for line in differences}
+    rekeyed, failed = {}, []
+    for info in index["archives"].values():
+        for entry in info["entries"]:
+            label = f"{entry['name']} ({artifacts.label(entry['params'])})"
+            twin = built.get((entry["name"], json.dumps(entry["params"], sort_keys=True)))
+            if twin is None or label in failed_labels:
+                failed.append(label)
+                continue
+            rekeyed[entry["id"]] = {k: twin[k] for k in REKEYED}
+    index["rekeyed"] = dict(sorted(rekeyed.items()))
+    (where / INDEX).write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
+    return failed
 
 
 def _unpack_entry(tar: tarfile.TarFile, members: list, entry: str, final: Path) -> None:

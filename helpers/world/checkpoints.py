@@ -114,7 +114,7 @@ def load_checkpoint(name: str, revision: str | None = None):
     A local folder or a Hugging Face model id is loaded with the Auto classes; `revision` picks an
     intermediate checkpoint: a subfolder of a local folder (`run/step-1000`), or a branch or tag
     of a hub repository (Pythia publishes `step143000`, OLMo `stage1-step...`). The series itself
-    never downloads anything; see the README's "Running on real checkpoints".
+    never downloads anything; see "Running on real checkpoints" in docs/api.md.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"checkpoint name must be a non-empty string, got {name!r}")
