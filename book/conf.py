@@ -51,7 +51,8 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 PARTS = [
     ("Notebooks", ["notebooks/*.ipynb"]),
     ("Reference", ["docs/glossary.md", "docs/references.md", "docs/platforms.md", "docs/api.md",
-                   "docs/performance.md", "docs/maintainers.md", "The repository (README) <README.md>"]),
+                   "docs/performance.md", "docs/settings.md", "docs/maintainers.md",
+                   "The repository (README) <README.md>"]),
     ("Solutions", ["book/solutions.md"]),
 ]
 SOLUTIONS = "notebooks/solutions/*.ipynb"

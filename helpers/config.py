@@ -1,17 +1,15 @@
 """Every size, seed and hyper-parameter of the series, in one place, with a scoped override.
 
-The settings come in groups, one per thing they configure, each with a full and a fast value
-(HELPERS_FAST=1 picks the fast ones, as `make test` does):
-
-`world` (the training run, its mixture and the checkpoint selection; notebook 00), `splits` (the
-evaluation questions), `post_training` (01), `self_consistency` (02, 04-06), `verbalized` (03, 04),
-`adapters` (05, 06), `gcm` (05, 06), `bootstrap` (01, 04-06) and `contrast` (minimum sizes, 04-06).
+One group per thing configured, each with a full and a fast value (HELPERS_FAST=1 picks the fast ones, as
+`make test` does): `world` (the training run, its mixture and the checkpoint selection; notebook 00), `splits`
+(the evaluation questions), `post_training` (01), `self_consistency` (02, 04-06), `verbalized` (03, 04),
+`adapters` (05, 06), `gcm` (05, 06), `bootstrap` (01, 04-06) and `contrast` (minimum sizes, 04-06). Each setting
+says why it has its value; the measurements that chose them are in docs/settings.md.
 
 Read a group with its function (`config.adapters().lr`). Change one for a while with
-``with config.override("adapters", lr=1e-3): ...``, or for the rest of the session with
-``config.override("self_consistency", num_beams=5)`` (undo with `config.reset()`), or from the shell
-with HELPERS_OVERRIDES='{"self_consistency": {"num_beams": 5}}'. The cache (`helpers.cache.artifacts`) records
-every setting a build reads, so after a change exactly what read it is rebuilt, in a running kernel too.
+``with config.override("adapters", lr=1e-3): ...``, for the session with ``config.override(...)`` (undo with
+`config.reset()`), or from the shell with HELPERS_OVERRIDES='{"self_consistency": {"num_beams": 5}}'. The cache
+(`helpers.cache.artifacts`) records every setting a build reads, so a change rebuilds exactly what read it.
 """
 from __future__ import annotations
 
@@ -30,8 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = REPO_ROOT / "data"
 SEED = 0  # the series' base seed: the default of every `seed` argument
 
-# GPT-2's linear layers are Conv1D. "c_proj" alone would match both the attention and the MLP output
-# projection, so the patterns name each module they adapt.
+# GPT-2's Conv1D layers to adapt, each named: "c_proj" alone would match both attention's and the MLP's output.
 ATTENTION = r".*\.attn\.(c_attn|c_proj)$"
 ATTENTION_AND_MLP = r".*\.(attn\.(c_attn|c_proj)|mlp\.(c_fc|c_proj))$"
 
@@ -81,8 +78,7 @@ def set_threads(n: int | None = None) -> int:
 class World:
     """The training run whose saved checkpoints the series studies (notebook 00)."""
 
-    train_steps: int = 4000  # 3,000 (the same mixture to step 2,520) left 1 of 6 runs learning too late
-                             # (world_sweep.py)
+    train_steps: int = 4000  # every run tried starts learning early enough for phase alternations in both windows
     batch_size: int = 256
     save_every: int = 100
     n_checkpoints: int = 12  # selected from the saved ones, by what they know
@@ -91,31 +87,24 @@ class World:
     n_layer: int = 2
     n_embd: int = 64
     n_head: int = 4
-    lr: float = 5e-3  # 3e-3 learned too late for two windows at some seeds (tests/benchmarks/world_sweep.py)
+    lr: float = 5e-3  # fast enough that every seed learns in time (3e-3 was not)
     warmup_steps: int = 100
     weight_decay: float = 0.1
     lr_decay_start: float = 2 / 3  # from here a cosine anneals the rate to min_lr_ratio: a steadier last checkpoint
-    min_lr_ratio: float = 0.5
-    # The data mixture: (start as a share of training, phase). Mostly small operands (both below half the range),
-    # mostly large and mostly mixed ones alternate every 240 steps; the uniform mix trains while the rate anneals, as
-    # open models end pre-training; a short large phase ends the run, so the last saves still forget (9 endings
-    # compared). Learning starts at step 600-1,700 by seed and threads; 4,000 steps put alternations after it in both
-    # windows.
+    min_lr_ratio: float = 0.5  # the annealed rate's floor, as a share of lr
+    # The data mixture, (start as a share of training, phase): operand ranges alternate so that checkpoints forget.
     phases: tuple = ((0.0, "small"), (0.09, "large"), (0.15, "small"), (0.21, "mixed"), (0.27, "large"),
                      (0.33, "small"), (0.39, "mixed"), (0.45, "large"), (0.51, "small"), (0.57, "mixed"),
                      (0.63, "large"), (0.69, "small"), (0.75, "mixed"), (0.81, "uniform"), (0.95, "large"))
     phase_majority: float = 0.97  # share of a batch drawn from the phase's range; the rest is uniform
-    # subtraction per phase
+    # share of subtraction questions in each phase
     transfer_shares: tuple = (("small", 0.45), ("large", 0.03), ("mixed", 0.25), ("uniform", 0.3))
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
     answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears
-    # Selection (notebook 00): training checkpoints from the last save before monitor accuracy reaches
-    # `first_below`, evaluation ones after the cut at `evaluation_start` of the saves from there to the end.
-    first_below: float = 0.3
-    evaluation_start: float = 0.35  # 0.4 with first_below 0.35 left 97 regressions between neighbours at one seed
-    # The rules a world must meet (notebook 00 prints them): first and last test accuracy, regressions between
-    # neighbouring evaluation checkpoints per 5,000 test questions, and the accuracy step that counts as moving.
+    first_below: float = 0.3  # training checkpoints start at the last save before monitor accuracy reaches this
+    evaluation_start: float = 0.35  # evaluation ones follow this share of the saves from there to the end
+    # what a world must meet (notebook 00 prints them; docs/settings.md explains each)
     rules: tuple = (("first_below", 0.40), ("last_at_least", 0.85), ("regressions_per_5000", 100),
                     ("both_ways_at_least", 0.02))
     seed: int = SEED
@@ -163,10 +152,7 @@ class SelfConsistency:
 
 @dataclass(frozen=True)
 class Verbalized:
-    """The verbalized-confidence adapters (notebook 03). Measured on one shared core: per checkpoint
-    about 15 s to sample the targets, 15 s to train and 5-10 s per readout. More data, epochs or rank
-    (tried: 5,000 questions; 3-8 epochs; rank 8-32; lr 3e-3 to 1e-2) moved the oracle readout's AUC
-    by about 0.03 at most, for up to twice the time."""
+    """The verbalized-confidence adapters (notebook 03): larger settings cost more time for little AUC."""
 
     k: int = 10  # answers sampled per adapter_train question for its target
     temperature: float = 1.0  # of those samples
@@ -178,29 +164,25 @@ class Verbalized:
     lr: float = 5e-3  # linearly decayed to 0
     batch_size: int = 16
     n_rephrase: int = 1000  # test questions asked in every phrasing (notebook 03, section 4)
-    new_tokens: str = "\nC:%"  # the suffix's characters (the LM saw only "C", in "Correct?"); their embeddings
-                               # train too
+    new_tokens: str = "\nC:%"  # the suffix's characters (the LM saw only "C", in "Correct?"); their embeddings train
     seed: int = 0
 
 
 @dataclass(frozen=True)
 class Adapters:
-    """The confidence adapters (notebooks 05, 06): a LoRA adapter reads P(Y) after "Correct?".
+    """The confidence adapters (notebooks 05, 06): a LoRA adapter reads P(Y) after "Correct?", unscaled.
 
-    On a validation set (tests/benchmarks/adapter_settings.py: the last training checkpoint's oracle adapter,
-    2,000 fresh sums; never `test`), AUC for 1/2/3 epochs: attention 0.814/0.882/0.892, attention and MLP
-    0.786/0.866/0.884. With Yes/No in pre-training the raw read-out matches the |w_Y - w_N|-scaled one (last
-    checkpoint of a seed-1 world: AUC 0.920 raw, 0.924 scaled), so the scaling was dropped."""
+    Chosen on a validation set, never on `test` (tests/benchmarks/adapter_settings.py; docs/settings.md)."""
 
     rank: int = 8
     alpha: int = 16
     targets: str = ATTENTION_AND_MLP
-    epochs: int = 3
+    epochs: int = 3  # the best of 1, 2 and 3 epochs on the validation set
     batch_size: int = 64
     lr: float = 5e-3  # linearly decayed to 0
     score_batch_size: int = 1000
     fresh_seed: int = 205  # the extra questions when an adapter gets more rows than adapter_train has
-    seeds: tuple = (0, 1, 2)  # adapter methods train once per seed; metrics average over them (paper A.8.1)
+    seeds: tuple = (0, 1, 2)  # each adapter trains once per seed, metrics average them (the paper's A.8.1)
 
 
 @dataclass(frozen=True)
@@ -209,12 +191,10 @@ class GCM:
 
     seed: int = 1  # the world trains with seed 0
     batch_size: int = 64
-    lr: float = 2e-3  # 5e-3 stalled near 0.60 by step 6000, 1e-2 at 0.24 (measured on the previous, 5-25%
-                      # subtraction stream)
+    lr: float = 2e-3  # the higher rates tried stalled
     warmup_steps: int = 100
     target_accuracy: float = 0.75  # training stops at the first check at or above it (inside the evaluated range) ...
-    max_steps: int = 10000  # ... or here; the stream's 15-40% subtraction slows the sums: 0.58 at step 6000,
-                            # 0.67 at 5600
+    max_steps: int = 10000  # ... or here: the stream's subtraction slows its learning
     check_every: int = 100
     n_check: int = 500  # fresh questions (no evaluation split) scored at every check
     check_seed: int = 301  # draws those questions (with `seed`)
@@ -226,7 +206,7 @@ class Bootstrap:
     """Resamples of the paired bootstrap."""
 
     n_resamples: int = 1000  # default of helpers.evaluation.stats
-    n_resamples_smooth_ece: int = 200  # SmoothECE is not vectorized: about 15 ms per call
+    n_resamples_smooth_ece: int = 200  # fewer: SmoothECE is not vectorized
     table_resamples: int = 200  # per cell of the results tables of notebooks 05 and 06
 
 
@@ -251,9 +231,8 @@ FULL: dict[str, Any] = {
 }
 FAST: dict[str, Any] = {
     "world": World(train_steps=800, batch_size=64, n_checkpoints=5, n_training_checkpoints=2, n_monitor=200,
-                   # last accuracy 0.09-0.67 over 3 seeds x {1, 2} threads (1e-2: 0.05-0.56)
-                   warmup_steps=30, lr=5e-3, phase_majority=0.95,
-                   # 800 steps learn too little with more
+                   warmup_steps=30, lr=5e-3, phase_majority=0.95,  # lr: 1e-2 learned less
+                   # four phases: 800 steps learn too little with more
                    phases=((0.0, "small"), (1 / 3, "large"), (2 / 3, "small"), (0.8, "uniform"))),
     "splits": Splits(n_test=400, n_adapter_train=400, n_transfer_test=300, max_operand=99),
     "post_training": PostTraining(sft_questions=50, sft_epochs=5, grpo_steps=4, grpo_prompts=16, grpo_group=4),
@@ -262,7 +241,7 @@ FAST: dict[str, Any] = {
     "adapters": Adapters(epochs=1, batch_size=32, seeds=(0, 1)),  # two seeds: the averaging runs, at 2/3 the cost
     "gcm": GCM(batch_size=32, lr=1e-2, target_accuracy=0.05, max_steps=200, check_every=50, n_check=100,
                n_examples=400),
-    # notebook 03's findings: 36 s -> 9 s
+    # fewer resamples: notebook 03's findings in a quarter of the time
     "bootstrap": Bootstrap(n_resamples=200, n_resamples_smooth_ece=50, table_resamples=50),
     "contrast": Contrast(min_size=5, min_size_transfer=5),
 }
