@@ -2,9 +2,10 @@
 
 `code_fingerprint(module)` hashes the source of a builder's module and of every helpers module it
 imports, directly or through others, without docstrings and comments (the hash is of the parsed code,
-`ast.dump`), so rewording a comment keeps every entry and editing a function body rebuilds exactly the
-entries whose builders use that module, and what was built from them. The source is read from disk
-each time it changes (by modification time), so an edit made while a kernel runs counts at once.
+`normal_dump`, the same on every supported Python), so rewording a comment keeps every entry and editing
+a function body rebuilds exactly the entries whose builders use that module, and what was built from
+them. The source is read from disk each time it changes (by modification time), so an edit made while a
+kernel runs counts at once.
 
 Left out, with their reason:
 - `helpers.config`: what the settings contribute to a result is the values a build reads, which the
@@ -39,6 +40,18 @@ def _is_module(module: str) -> bool:
         return _path(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def normal_dump(node) -> str:
+    """The parsed code as text, the same on Python 3.11, 3.12 and 3.13: unlike `ast.dump`, fields that are
+    None or empty are left out (3.12 added an empty `type_params` to every function and class)."""
+    if isinstance(node, ast.AST):
+        fields = [f"{name}={normal_dump(value)}" for name in node._fields
+                  if (value := getattr(node, name, None)) is not None and value != []]
+        return f"({type(node).__name__} {' '.join(fields)})"
+    if isinstance(node, list):
+        return "[" + ",".join(normal_dump(item) for item in node) + "]"
+    return repr(node)
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
@@ -79,7 +92,7 @@ def _digest(module: str) -> tuple[str, tuple[str, ...]]:
     memo = _DIGESTS.get(path)
     if memo is None or memo[0] != stamp:
         tree = _strip_docstrings(ast.parse(path.read_text()))
-        digest = hashlib.sha256(ast.dump(tree).encode()).hexdigest()  # as `_code_digest`
+        digest = hashlib.sha256(normal_dump(tree).encode()).hexdigest()  # as `_code_digest`
         memo = (stamp, digest, imported_modules(module, tree, path.name == "__init__.py"))
         _DIGESTS[path] = memo
     return memo[1], memo[2]
@@ -121,7 +134,7 @@ def _source_files() -> dict[Path, int]:
 
 
 def _code_digest(path: Path) -> str:
-    return hashlib.sha256(ast.dump(_strip_docstrings(ast.parse(path.read_text()))).encode()).hexdigest()
+    return hashlib.sha256(normal_dump(_strip_docstrings(ast.parse(path.read_text()))).encode()).hexdigest()
 
 
 # The code of the helpers sources as this process imported them (comments and docstrings aside).
