@@ -62,5 +62,5 @@ LAYERS = ["config", "cache", "evaluation", "world", "confidence", "results", "fi
 # Every module that registers a builder (`@artifacts.register`), so that any artifact can be built by name.
 from helpers.confidence import adapters, baselines, feature_variance  # noqa: E402,F401
 from helpers.confidence import p_true, self_consistency, verbalized  # noqa: E402,F401
-from helpers.results import comparison  # noqa: E402,F401
+from helpers.results import claims, comparison  # noqa: E402,F401
 from helpers.world import decoding, rl, training  # noqa: E402,F401

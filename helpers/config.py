@@ -159,7 +159,7 @@ class Verbalized:
     n_train: int = 2000  # adapter_train questions the adapter learns from (the first n of the split)
     rank: int = 16
     alpha: int = 32  # LoRA scale = alpha / rank
-    targets: str = ATTENTION_AND_MLP
+    targets: str = ATTENTION_AND_MLP  # the better of attention alone and attention + MLP on the validation set
     epochs: int = 4
     lr: float = 5e-3  # linearly decayed to 0
     batch_size: int = 16

@@ -1,4 +1,4 @@
-"""Cross-seed feature variance (helpers/confidence/feature_variance.py) and its verdict (findings.variance_trend)."""
+"""Cross-seed feature variance (helpers/confidence/feature_variance.py); its verdict is tested in test_claim_forms."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from helpers.evaluation import findings
 from helpers.world import lora
 from helpers.world.checkpoints import load_checkpoint
 from helpers.confidence import adapters as A
@@ -70,26 +69,6 @@ def test_per_question_correlations_follow_the_given_order():
         F.per_question_correlations(frame, ["a", "b"])
     with pytest.raises(ValueError, match="no rows for checkpoints"):
         F.per_question_correlations(frame, ["a", "b", "z"])
-
-
-@pytest.mark.parametrize("values, expected", [
-    ([0.6, 0.8, 1.0, 0.4] * 25, "reproduced"),        # every question's variance grows with the index
-    ([-0.6, -0.8, -1.0, -0.4] * 25, "contradicted"),  # every question's falls
-    ([1.0, -1.0] * 50, "inconclusive"),               # half and half
-])
-def test_variance_trend_verdicts(values, expected):
-    table = findings.variance_trend(pd.DataFrame({1: values, 2: values}), n=500)
-    assert list(table["verdict"]) == [expected, expected]
-    assert table.loc[1, "mean"] == pytest.approx(np.mean(values))
-    assert table.loc[1, "median"] == pytest.approx(np.median(values))
-    assert table.loc[1, "5%"] <= table.loc[1, "mean"] <= table.loc[1, "95%"]
-
-
-def test_variance_trend_skips_undefined_questions_and_rejects_empty_input():
-    table = findings.variance_trend(pd.DataFrame({1: [0.5, np.nan, 0.7, 0.9]}), n=200)
-    assert table.loc[1, "questions"] == 3 and table.loc[1, "mean"] == pytest.approx(0.7)
-    with pytest.raises(ValueError, match="empty"):
-        findings.variance_trend(pd.DataFrame())
 
 
 def test_feature_variance_rejects_unknown_sources():

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.results import comparison
+from helpers.results import claims, comparison
 from helpers.evaluation import contrast, findings, metrics
 from test_shared_bootstrap import world
 
@@ -40,8 +40,11 @@ def test_claims_name_a_set_a_metric_and_a_direction():
         findings.Claim("x", "contrast set AUC", "a", "b", "bigger")
     with pytest.raises(ValueError, match="metric must be"):
         findings.Claim("x", "contrast AUC", "a", "b", "higher")
-    for claim in findings.TABLE_CLAIMS:
+    with pytest.raises(ValueError, match="part"):
+        findings.Claim("x", "contrast set AUC", "a", "b", "higher", part="appendix")
+    for claim in claims.CLAIMS:
         assert {claim.a, claim.b} <= set(comparison.METHODS) and claim.source
+        assert claim.part == "extension" or claim.parts[1] in ("auc_cb", "smooth_ece")  # the paper's: the right metric
 
 
 def test_decide_reproduces_contradicts_or_cannot_tell():
@@ -61,16 +64,19 @@ def test_decide_reproduces_contradicts_or_cannot_tell():
     assert row["verdict"].startswith("not testable here") and np.isnan(row["difference"])
     table = findings.findings_table([run("contrast set AUC", "good", "noise", "higher"),
                                      run("contrast set AUC", "good", "same", "higher")])
-    assert table.attrs["counts"] == {"reproduced": 1, "contradicted": 0, "inconclusive": 1}
+    assert table.attrs["counts"] == {"reproduced": 1, "contradicted": 0, "inconclusive": 1, "not testable here": 0}
+    row = run("contrast set auc_cb", "good", "noise", "higher")  # the plain AUC beside, and the fitted normalization
+    assert row["beside"] == "auc" and row["beside: verdict"] == "reproduced"
+    assert row["fitted normalization: verdict"] == "reproduced" and row["p for"] < 0.05 < row["p against"]
     with pytest.raises(ValueError, match="not in frames"):
         findings.decide(findings.Claim("x", "contrast set AUC", "good", "absent", "higher"), frames, names, pairs, 1)
 
 
 def test_copy_checks_are_machinery_not_findings():
-    columns = pd.MultiIndex.from_tuples([("contrast set", "AUC")])
-    values = pd.DataFrame([[0.5], [0.5000001]], index=["copy (SC)", "copy (non-oracle adapter)"], columns=columns)
-    checks = findings.copy_checks({"values": values})
-    assert [c.holds for c in checks] == [True, False]
+    columns = pd.MultiIndex.from_tuples([("contrast set", "AUC"), ("contrast set", "AUC class-balanced")])
+    values = pd.DataFrame([[0.5, 0.5], [0.5000001, 0.5]], index=["copy (SC)", "copy (non-oracle adapter)"],
+                          columns=columns)
+    assert [c.holds for c in claims.checks(values)] == [True, True, False, True]
 
 
 def _frame(rows):
@@ -152,16 +158,3 @@ def test_auc_claim_decides_a_difference_of_aucs_inside_checkpoints():
         findings.auc_claim({"all": good}, lambda a: a["all"], "higher")
     with pytest.raises(ValueError, match="empty"):
         findings.auc_claim({}, lambda a: 0, "higher")
-
-
-def test_gap_claim_decides_whether_an_advantage_shrinks_on_other_questions():
-    names, good, noise = world()
-    pairs = contrast.all_pairs(names)
-    _, good_out, noise_out = world(seed=5)  # other questions, another draw
-    shrinks = findings.gap_claim((good, noise), (good_out, good_out.copy()), pairs, (1, 1), n=300)
-    assert shrinks["inside"] > 0 and shrinks["outside"] == 0
-    assert shrinks["difference"] == pytest.approx(-shrinks["inside"]) and shrinks["verdict"] == "reproduced"
-    grows = findings.gap_claim((good, good.copy()), (good_out, noise_out), pairs, (1, 1), n=300)
-    assert grows["verdict"] == "contradicted"
-    with pytest.raises(ValueError):
-        findings.gap_claim((good, noise), (good_out, noise_out), pairs, (1, 10_000), n=50)

@@ -101,7 +101,7 @@ def test_gcm_headroom_per_pair_by_direct_computation():
         assert row["verifier knows"] == pytest.approx(known.loc[c["question_id"]].mean())
     slope = np.polyfit(out["per_pair"]["verifier knows"], out["per_pair"]["headroom"], 1)[0]
     assert out["slope"] == pytest.approx(slope)
-    assert out["mean_headroom"] > 0 and out["verdict"] in findings.VERDICTS
+    assert out["mean_headroom"] > 0
     same = findings.gcm_headroom(good, good, known, pairs, 1, n=50)
     assert np.allclose(same["per_pair"]["headroom"], 0) and same["verdict"] == "inconclusive"
     seeded = pd.concat([good.assign(seed=0), good.assign(seed=1)], ignore_index=True)
@@ -162,8 +162,8 @@ def test_verbalized_seeds_keep_the_settings_seed_as_the_default_entry():
 
 
 def test_cached_findings_name_unknown_methods():
-    from helpers.results import comparison
+    from helpers.results import claims
 
     claim = findings.Claim("x beats y", "contrast set AUC", "oracle adapter", "no such method", "higher")
     with pytest.raises(ValueError, match="no such method"):
-        comparison.decided([claim])
+        claims.decided(claim)

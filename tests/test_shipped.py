@@ -222,3 +222,32 @@ def test_a_rebuild_that_reproduces_the_shipped_files_rekeys_them_without_new_arc
     shipped.install(where)
     assert artifacts.why_invalid("toy_for_shipping", k=3) is None  # re-keyed: used as shipped
     assert "the code that built it changed" in artifacts.why_invalid("toy_for_shipping", k=5)  # needs `make pack`
+
+
+def test_a_repack_keeps_the_archives_whose_entries_did_not_change(toy, monkeypatch):
+    """`make pack` after a change to one artifact rewrites that artifact's archive only: an archive whose
+    entries are the ones it holds (same ids) stays byte for byte, so a clone grows by what changed."""
+    where = toy / "world"
+
+    @artifacts.register("toy_second")
+    def _second(folder, k: int):
+        return pd.DataFrame({"k": [k]})
+
+    try:
+        artifacts.load_or_build("toy_second", k=1)
+        shipped.pack(where)
+        kept, changed = (where / "toy_for_shipping.tar.xz").read_bytes(), (where / "toy_second.tar.xz").read_bytes()
+        artifacts.load_or_build("toy_second", k=2)  # one more entry of the second artifact
+        index = shipped.pack(where)
+        assert (where / "toy_for_shipping.tar.xz").read_bytes() == kept
+        assert (where / "toy_second.tar.xz").read_bytes() != changed
+        assert len(index["archives"]["toy_second.tar.xz"]["entries"]) == 2
+        first = index["archives"]["toy_for_shipping.tar.xz"]["entries"]
+        assert sorted(index["rekeyed"]) == sorted(e["id"] for e in first)
+        monkeypatch.setenv("HELPERS_CACHE", str(toy / "reader"))  # a reader's fresh clone
+        artifacts.forget()
+        assert shipped.install(where)["added"] == 4
+        assert artifacts.why_invalid("toy_for_shipping", k=3) is None
+        assert artifacts.why_invalid("toy_second", k=2) is None
+    finally:
+        artifacts.REGISTRY.pop("toy_second")

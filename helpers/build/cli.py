@@ -28,7 +28,8 @@ from helpers import config
 from helpers.figures import explorers
 from helpers.world import rl
 from helpers.build import twins
-from helpers.results.comparison import TABLES, comparison, domain_claim, method_results, sc_differences
+from helpers.results import claims
+from helpers.results.comparison import TABLES, comparison, method_results, sc_differences
 from helpers.confidence import adapters, feature_variance
 from helpers.confidence import self_consistency as sc
 from helpers.confidence import verbalized
@@ -63,9 +64,14 @@ def stages() -> dict:
                                    **adapters.notebook06_results(),
                                    **{f"feature variance {source}": (lambda source=source: feature_variance.feature_variance(source))
                                       for source in feature_variance.SOURCES}},
+        # The results tables, and every row of the findings table (`helpers.results.claims`), one task each.
         "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
                       for key, names in TABLES.items()},
-                   "domain transfer claim": domain_claim, "notebook 04 bootstrap": sc_differences},
+                   "notebook 04 bootstrap": sc_differences, "domain transfer claim": claims.domain_claim,
+                   "GCM test": claims.gcm_test,
+                   **{f"claim {name}": (lambda name=name: artifacts.load_or_build(name))
+                      for name in ("transfer_claim", "random_claim")},
+                   **{f"claim: {c.claim}": (lambda c=c: claims.decided(c)) for c in claims.CLAIMS}},
     }
 
 

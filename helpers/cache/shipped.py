@@ -265,7 +265,11 @@ def read_entries(log: Path, entries: list[dict]) -> list[dict]:
 
 def pack(where: Path | None = None, read_log: Path | None = None) -> dict:
     """Write one archive per artifact of every valid full-mode entry (or, with `read_log`, of the entries a
-    build and the notebooks read: see `read_entries`), and the index; returns the index."""
+    build and the notebooks read: see `read_entries`), and the index; returns the index.
+
+    An archive whose entries are exactly those it already holds (the same ids: nothing in it was rebuilt) is
+    kept byte for byte, with the keys `install` wrote into its manifests recorded under ``rekeyed``: a change
+    to a few artifacts adds only their archives to every clone, not the whole world."""
     where = SHIPPED_DIR if where is None else where
     root = _mode_root()
     entries = artifacts.valid_entries()
@@ -274,11 +278,18 @@ def pack(where: Path | None = None, read_log: Path | None = None) -> dict:
     if not entries:
         raise ValueError(f"no valid entries under {root}; run `python -m helpers build` and the notebooks first")
     where.mkdir(parents=True, exist_ok=True)
+    old = read_index(where) or {"archives": {}}
     by_name: dict[str, list[dict]] = {}
     for e in entries:
         by_name.setdefault(e["name"], []).append(e)
-    archives = {}
+    archives, rekeyed = {}, {}
     for name, group in sorted(by_name.items()):
+        path = where / f"{name}.tar.xz"
+        before = old["archives"].get(path.name)
+        if before and path.exists() and {e["id"] for e in before["entries"]} == {e["id"] for e in group}:
+            archives[path.name] = before
+            rekeyed.update({e["id"]: {k: e[k] for k in REKEYED} for e in group})
+            continue
         folders = sorted(artifacts.entry_folder(e) for e in group)
         data = lzma.compress(_tar_bytes(root, folders), preset=9 | lzma.PRESET_EXTREME)
         path = where / f"{name}.tar.xz"
@@ -292,6 +303,8 @@ def pack(where: Path | None = None, read_log: Path | None = None) -> dict:
         (where / stale).unlink()
     index = {"format": 1, "mode": "full", "versions": artifacts.package_versions(),
              "total_bytes": sum(a["bytes"] for a in archives.values()), "archives": archives}
+    if rekeyed:
+        index["rekeyed"] = dict(sorted(rekeyed.items()))
     (where / INDEX).write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
     return index
 

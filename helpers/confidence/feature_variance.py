@@ -10,7 +10,13 @@ Here the features are the residual stream after each transformer block at the re
 last token of the "Correct?" prompt, where P(`Y`) is read), for every test question with the evaluated
 checkpoint's own greedy answer. GPT-2 applies its final layer norm to the last block's output, so the
 last layer's features are normalized and the others are not; a correlation compares one layer across
-checkpoints, never two layers. The verdict on the per-question correlations is `findings.variance_trend`.
+checkpoints, never two layers.
+
+The residual stream's scale differs between checkpoints, so a raw variance can grow only because a checkpoint's
+features are larger. Each entry therefore also records the layer's **spread**: the variance of each feature across
+the questions, averaged over features and seeds. The cross-seed variance divided by it is scale-free: the seeds'
+disagreement as a share of how much the features vary between questions at that checkpoint. The verdict is
+`findings.variance_trend`.
 """
 from __future__ import annotations
 
@@ -65,11 +71,13 @@ def _build_feature_variance(folder: Path, checkpoint: str, source: str) -> pd.Da
         adapter = adapters.train_adapter(adapters.source_checkpoints(_check_source(source), checkpoint), seed)
         model, tokenizer = adapters.apply_adapter(adapter, checkpoint)
         per_seed.append(readout_features(model, tokenizer, answers["question"], answers["text"]))
-    variance = seed_variance(np.stack(per_seed))  # (n_layer, N)
+    features = np.stack(per_seed)  # (seeds, n_layer, N, n_embd)
+    variance = seed_variance(features)  # (n_layer, N)
+    spread = features.var(axis=2, ddof=1).mean(axis=(0, 2))  # (n_layer,): across questions, mean over seeds, features
     return pd.DataFrame({"checkpoint": checkpoint,
                          "question_id": np.tile(answers["question_id"].to_numpy(), len(variance)),
                          "layer": np.repeat(np.arange(1, len(variance) + 1), variance.shape[1]),
-                         "variance": variance.ravel()})
+                         "variance": variance.ravel(), "spread": np.repeat(spread, variance.shape[1])})
 
 
 def _check_source(source: str) -> str:
@@ -82,7 +90,8 @@ def feature_variance(source: str = "oracle", eval_checkpoints=None) -> pd.DataFr
     """Cross-seed feature variance per (checkpoint, question, layer), cached per checkpoint (notebook 06).
 
     `source`: "oracle" (each checkpoint's own adapters) or "multi" (the multi-checkpoint adapters).
-    Columns: checkpoint, question_id, layer (1 = after the first block), variance."""
+    Columns: checkpoint, question_id, layer (1 = after the first block), variance, spread (the layer's variance
+    across questions at that checkpoint, the same on every row of the layer)."""
     _check_source(source)  # an unknown source fails before anything is built
     if len(config.adapters().seeds) < 2:
         raise ValueError("a variance across seeds needs at least two adapter seeds (config.adapters().seeds)")

@@ -13,17 +13,23 @@ Contrast metrics averaged over pairs use `shared_bootstrap` (one question resamp
 both methods); full-set metrics use `stats.full_set_bootstrap` (stratified by correctness). Checks that
 hold by construction (a copy ablation's contrast AUC is exactly 0.5) are `Check`s of the machinery and
 are never counted as findings.
+
+Every row also carries its bootstrap p-values (the share of replicates on the wrong side of 0, for the
+claimed direction and for the opposite one). `findings_table` corrects the paper's claims for
+multiplicity with Holm's step-down procedure (Holm 1979), once for "reproduced" and once for
+"contradicted", each at a family-wise 5%; the series' own extensions keep their 5% verdicts and the
+tally counts the paper's claims only.
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.stats import rankdata
 
 from helpers.evaluation import metrics, stats
-from helpers.evaluation.contrast import contrast_rows
+from helpers.evaluation.contrast import contrast_rows, pooled_normalizer
 from helpers.evaluation.shared_bootstrap import (
     contrast_bootstrap_over_pairs, over_seeds, pair_values, question_weights, seed_resampled_mean,
     weighted_auc,
@@ -32,6 +38,11 @@ from helpers.evaluation.shared_bootstrap import (
 DIRECTIONS = ("higher", "lower")
 CONTRAST_ONLY = ("auc_cb", "brier_cb", "delta_cb")  # class-balanced: the mean over improvements and regressions
 VERDICTS = ("reproduced", "contradicted", "inconclusive")
+PARTS = ("paper", "extension")
+ALPHA = 0.05  # one-sided level of every test; family-wise level of the Holm correction
+# What each deciding metric is shown beside: the paper's plain metric next to the class-balanced one, binned ECE
+# next to SmoothECE (the paper's ECE estimator, A.2).
+BESIDE = {"auc_cb": "auc", "brier_cb": "brier", "delta_cb": "delta", "smooth_ece": "ece"}
 
 
 @dataclass(frozen=True)
@@ -45,21 +56,26 @@ class Claim:
     direction: str
     source: str = ""
     normalizer: str | None = None  # contrast metrics: None (independence, A.1) or "fitted" (B.1)
+    part: str = "paper"  # "paper": a claim of the paper (counted, Holm-corrected); "extension": the series' own
+    effect: str = ""  # the paper's own effect size for the claim, where it gives one
 
     @property
     def parts(self) -> tuple[str, str]:
-        """("full set" or "contrast set", the `stats` metric key): "contrast set AUC" -> ("contrast set", "auc")."""
+        """(where, the `stats` metric key): "contrast set AUC" -> ("contrast set", "auc"). `where` is "full set",
+        "contrast set" or "contrast minus full set" (a method's contrast-set metric minus its full-set AUC, a = b)."""
         where, _, key = self.metric.rpartition(" ")
         return where, key.lower()
 
     def __post_init__(self):
         if self.direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {self.direction!r}")
+        if self.part not in PARTS:
+            raise ValueError(f"part must be one of {PARTS}, got {self.part!r}")
         where, key = self.parts
         allowed = stats.METRICS if where == "full set" else CONTRAST_ONLY + tuple(stats.METRICS)
-        if where not in ("full set", "contrast set") or key not in allowed:
-            raise ValueError(f"metric must be 'full set <m>' with m in {stats.METRICS} or 'contrast set <m>', m also "
-                             f"one of {CONTRAST_ONLY}; got {self.metric!r}")
+        if where not in ("full set", "contrast set", "contrast minus full set") or key not in allowed:
+            raise ValueError(f"metric must be 'full set <m>' with m in {stats.METRICS} or 'contrast set <m>' or "
+                             f"'contrast minus full set <m>', m also one of {CONTRAST_ONLY}; got {self.metric!r}")
 
 
 @dataclass(frozen=True)
@@ -71,32 +87,9 @@ class Check:
     detail: str
 
 
-# The claims notebook 05 decides on its results table (and notebook 06 repeats in its findings table).
-TABLE_CLAIMS = [
-    Claim("self-consistency falls below oracle training on contrast sets", "contrast set AUC",
-          "self-consistency", "oracle adapter", "lower", "§1, §3.2"),
-    Claim("non-oracle training falls below oracle training on contrast sets", "contrast set AUC",
-          "non-oracle adapter", "oracle adapter", "lower", "§3.2, §B.2"),
-    Claim("isotonic recalibration lowers self-consistency's full-set ECE", "full set ECE",
-          "SC + isotonic", "self-consistency", "lower", "§B.2"),
-    Claim("after isotonic recalibration, self-consistency still falls below oracle training on contrast sets",
-          "contrast set AUC", "SC + isotonic", "oracle adapter", "lower", "§B.2"),
-    Claim("self-consistency beats its surrogate ablation on contrast sets", "contrast set AUC",
-          "self-consistency", "surrogate (SC)", "higher", "§3.2, §B.2"),
-    Claim("self-consistency beats its copy ablation on contrast sets", "contrast set AUC",
-          "self-consistency", "copy (SC)", "higher", "§3.2, §B.2"),
-    Claim("temperature scaling lowers self-consistency's full-set ECE", "full set ECE",
-          "SC + temperature", "self-consistency", "lower", "§B.2"),
-    Claim("Platt scaling lowers self-consistency's full-set ECE", "full set ECE",
-          "SC + Platt", "self-consistency", "lower", "§B.2"),
-    Claim("P(True), read from the evaluated weights without training, falls below oracle training on contrast sets",
-          "contrast set AUC", "P(True)", "oracle adapter", "lower", "§3.2; Kadavath et al. 2022"),
-    Claim("once improvements and regressions count equally, the checkpoint-index baseline falls below oracle "
-          "training on contrast sets", "contrast set auc_cb", "checkpoint index", "oracle adapter", "lower",
-          "§3.1.1, §A.3"),
-    Claim("under the fitted normalization too, self-consistency falls below oracle training on contrast sets",
-          "contrast set AUC", "self-consistency", "oracle adapter", "lower", "§B.1", normalizer="fitted"),
-]
+# The metric knowledge-tracking claims are decided on: the class-balanced contrast AUC (the mean of the AUC on
+# improvements and on regressions), where a rule "the later checkpoint is right" scores exactly 0.5 (notebook 04).
+CB = "contrast set auc_cb"
 
 
 def verdict(diffs, direction: str) -> tuple[str, float, float]:
@@ -115,47 +108,131 @@ def verdict(diffs, direction: str) -> tuple[str, float, float]:
     return ("reproduced" if below else "contradicted" if above else "inconclusive"), low, high
 
 
-def decide(claim: Claim, frames: dict, checkpoints, pairs, min_size: int, n: int | None = None, seed: int = 0) -> dict:
+def decision(diffs, direction: str) -> dict:
+    """The verdict of resampled differences a − b for `direction` with its 5th/95th percentiles, and the
+    bootstrap p-values: the share of replicates at or beyond 0 against the claimed direction (``p for``, small
+    when the claim holds) and against the opposite one (``p against``)."""
+    result, low, high = verdict(diffs, direction)
+    d = np.asarray(diffs, dtype=float)
+    d = d[np.isfinite(d)]
+    wrong, right = float(np.mean(d <= 0)), float(np.mean(d >= 0))
+    p_for, p_against = (wrong, right) if direction == "higher" else (right, wrong)
+    return {"5%": low, "95%": high, "verdict": result, "p for": p_for, "p against": p_against}
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979): sorted ascending, the k-th smallest (from 0) is multiplied
+    by m − k, and the running maximum keeps the order."""
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1 or np.isnan(p).any():
+        raise ValueError("holm needs a 1-d array of p-values without NaN")
+    order = np.argsort(p, kind="stable")
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (p.size - np.arange(p.size)) * p[order]))
+    out = np.empty_like(p)
+    out[order] = adjusted
+    return out
+
+
+def decide(claim: Claim, frames: dict, checkpoints, pairs, min_size: int, n: int | None = None, seed: int = 0,
+           beside: bool = True) -> dict:
     """One row of a findings table: the claim, both values, the difference, its 5th-95th percentile
-    range over resamples, the number of seeds and the verdict. `frames` maps names to results frames on
-    the same questions; a trained method's frame has a ``seed`` column (see `shared_bootstrap.over_seeds`)."""
+    range over resamples, the p-values, the number of seeds and the verdict. `frames` maps names to results
+    frames on the same questions; a trained method's frame has a ``seed`` column (see
+    `shared_bootstrap.over_seeds`). With `beside`, the row also holds the same test on the metric shown
+    beside the deciding one (`BESIDE`: plain AUC beside the class-balanced one, binned ECE beside SmoothECE)
+    and, for a contrast claim under the independence normalization, under the fitted one (B.1)."""
     missing = [x for x in (claim.a, claim.b) if x not in frames]
     if missing:
         raise ValueError(f"claim {claim.claim!r} compares {missing}, which are not in frames ({list(frames)})")
     where, key = claim.parts
-    row = {"claim": claim.claim,
+    row = {"claim": claim.claim, "part": claim.part,
            "metric": claim.metric + (f" ({claim.normalizer} normalization)" if claim.normalizer else ""),
-           "a": claim.a, "b": claim.b, "claimed": claim.direction, "source": claim.source}
-    if where == "full set":
-        def one(a, b):
-            return stats.full_set_bootstrap(key, a, b, checkpoints, n=n, seed=seed, return_diffs=True)
-    else:
-        def one(a, b):
-            return contrast_bootstrap_over_pairs(key, a, b, pairs, min_size, n=n, seed=seed,
-                                                 normalizer=claim.normalizer)
+           "a": claim.a, "b": claim.b, "claimed": claim.direction, "source": claim.source,
+           "paper's effect": claim.effect}
+
+    def run(metric, normalizer):
+        if where == "full set":
+            def one(a, b):
+                return stats.full_set_bootstrap(metric, a, b, checkpoints, n=n, seed=seed, return_diffs=True)
+        elif where == "contrast set":
+            def one(a, b):
+                return contrast_bootstrap_over_pairs(metric, a, b, pairs, min_size, n=n, seed=seed,
+                                                     normalizer=normalizer)
+        else:
+            def one(a, b):
+                return contrast_minus_full(metric, a, checkpoints, pairs, min_size, n=n, seed=seed,
+                                           normalizer=normalizer)
+        return over_seeds(one, frames[claim.a], frames[claim.b], seed=seed)
+
     try:  # a trained method brings one frame per seed: values average over seeds, the interval covers them
-        run = over_seeds(one, frames[claim.a], frames[claim.b], seed=seed)
+        main = run(key, claim.normalizer)
     except ValueError as err:  # e.g. no pair reaches min_size in this world
         return {**row, "value a": np.nan, "value b": np.nan, "difference": np.nan, "5%": np.nan, "95%": np.nan,
                 "seeds": np.nan, "verdict": f"not testable here ({err})"}
-    result, low, high = verdict(run["diffs"], claim.direction)
-    return {**row, "value a": run["value_a"], "value b": run["value_b"], "difference": run["difference"],
-            "5%": low, "95%": high, "seeds": run["n_seeds"], "verdict": result}
+    row.update({"value a": main["value_a"], "value b": main["value_b"], "difference": main["difference"],
+                **decision(main["diffs"], claim.direction), "seeds": main["n_seeds"]})
+    if beside and key in BESIDE:
+        other = run(BESIDE[key], claim.normalizer)
+        row.update({"beside": BESIDE[key], "beside: difference": other["difference"],
+                    "beside: verdict": decision(other["diffs"], claim.direction)["verdict"]})
+    if beside and where != "full set" and claim.normalizer is None:
+        fitted = run(key, "fitted")
+        row.update({"fitted normalization: difference": fitted["difference"],
+                    "fitted normalization: verdict": decision(fitted["diffs"], claim.direction)["verdict"]})
+    return row
+
+
+def contrast_minus_full(metric: str, df: pd.DataFrame, checkpoints, pairs, min_size: int, n: int | None = None,
+                        seed: int = 0, normalizer=None) -> dict:
+    """Table 1's headline for one method: its contrast-set `metric` (averaged over the pairs with at least
+    `min_size` contrast questions) minus its full-set AUC (pooled over `checkpoints`), with one question
+    resample shared by both sides. Returns ``value_a`` (contrast), ``value_b`` (full set), ``difference`` and
+    ``diffs`` (one per replicate), the form `shared_bootstrap.over_seeds` takes."""
+    if metric not in ("auc", "auc_cb"):
+        raise ValueError(f"contrast_minus_full compares AUCs; got {metric!r}")
+    full = df[df["checkpoint"].isin(list(checkpoints))]
+    norm = pooled_normalizer(normalizer, df, pairs, min_size)
+    used = [(j, rows) for i, j in pairs
+            if (rows := contrast_rows(df, i, j, norm))["question_id"].nunique() >= max(min_size, 1)]
+    if full.empty or not used:
+        raise ValueError(f"no pair has at least {min_size} contrast questions (or no answers at {list(checkpoints)})")
+    ids = np.unique(full["question_id"].to_numpy())
+    w = _with_data_row(ids, n, seed)
+    cols = np.searchsorted(ids, full["question_id"].to_numpy())
+    full_auc = weighted_auc(full["confidence"].to_numpy(float), full["correct"].to_numpy(float),
+                            w.to_numpy()[:, cols])
+    contrast_value = np.mean([pair_values(metric, rows, j, w) for j, rows in used], axis=0)
+    diffs = contrast_value - full_auc
+    return {"metric": metric, "value_a": float(contrast_value[0]), "value_b": float(full_auc[0]),
+            "difference": float(diffs[0]), "diffs": diffs[1:]}
 
 
 def findings_table(rows: list[dict]) -> pd.DataFrame:
-    """The rows of `decide` as a table, with a count of each verdict in its `attrs`."""
+    """The rows of `decide` (and of the other tests here) as one table in two parts, ``paper`` and
+    ``extension``. The paper's testable claims are one family: their ``verdict`` is Holm-corrected (a
+    family-wise 5% for "reproduced" and, apart, for "contradicted"), and ``verdict at 5%`` keeps each test's own
+    verdict. `attrs`: ``counts`` (the paper's claims by verdict, "not testable here" included) and ``family``
+    (how many claims the correction covers)."""
     table = pd.DataFrame(rows).set_index("claim")
-    table.attrs["counts"] = {v: int((table["verdict"] == v).sum()) for v in VERDICTS}
+    if "part" not in table:
+        table["part"] = "paper"
+    table["part"] = table["part"].fillna("paper")
+    bad = sorted(set(table["part"]) - set(PARTS))
+    if bad:
+        raise ValueError(f"unknown parts {bad}; a row's part is one of {PARTS}")
+    table["verdict at 5%"] = table["verdict"]
+    has_p = table["p for"].notna() if "p for" in table else pd.Series(False, index=table.index)
+    family = table["verdict"].isin(VERDICTS) & has_p & (table["part"] == "paper")
+    if family.any():
+        adjusted_for, adjusted_against = (holm(table.loc[family, k].to_numpy(float)) for k in ("p for", "p against"))
+        table.loc[family, "Holm p for"], table.loc[family, "Holm p against"] = adjusted_for, adjusted_against
+        table.loc[family, "verdict"] = np.where(adjusted_for < ALPHA, "reproduced",
+                                                np.where(adjusted_against < ALPHA, "contradicted", "inconclusive"))
+    paper = table.loc[table["part"] == "paper", "verdict"]
+    counts = {v: int((paper == v).sum()) for v in VERDICTS}
+    counts["not testable here"] = int(paper.str.startswith("not testable").sum())
+    table.attrs["counts"], table.attrs["family"] = counts, int(family.sum())
     return table
-
-
-def copy_checks(table: dict) -> list[Check]:
-    """The copy ablations' contrast AUC is exactly 0.5 (by construction: both members of a pair get the
-    same confidence, so normalization gives 0.5 to each)."""
-    con = table["values"][("contrast set", "AUC")]
-    return [Check(f"{name}: contrast AUC is exactly 0.5", bool(con[name] == 0.5), f"{con[name]}")
-            for name in ("copy (SC)", "copy (non-oracle adapter)") if name in con.index]
 
 
 def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.Series, pairs, min_size: int,
@@ -199,10 +276,9 @@ def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.S
     xc = x - x.mean(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         slopes = (xc * (y - y.mean(axis=0))).sum(axis=0) / (xc ** 2).sum(axis=0)
-    result, low, high = verdict(slopes[1:], "lower")
     return {"per_pair": pd.DataFrame(table).set_index("pair"), "slope": float(slopes[0]), "diffs": slopes[1:],
             "mean_headroom": float(y[:, 0].mean()), "mean_headroom_diffs": y[:, 1:].mean(axis=0),
-            "5%": low, "95%": high, "verdict": result}
+            **decision(slopes[1:], "lower")}
 
 
 def auc_claim(cells: dict, combine, direction: str, n: int | None = None, seed: int = 0) -> dict:
@@ -230,29 +306,41 @@ def auc_claim(cells: dict, combine, direction: str, n: int | None = None, seed: 
             values.append(weighted_auc(f["confidence"].to_numpy(float), f["correct"].to_numpy(float), w[:, pos]))
         aucs[key] = _mean_over_seeds(np.array(values), seed)
     diffs = np.asarray(combine(aucs), dtype=float)
-    result, low, high = verdict(diffs[1:], direction)
-    return {"difference": float(diffs[0]), "5%": low, "95%": high, "seeds": max(map(len, parts.values())),
-            "verdict": result}
+    return {"difference": float(diffs[0]), **decision(diffs[1:], direction), "seeds": max(map(len, parts.values()))}
 
 
 def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], n: int | None = None,
-              seed: int = 0) -> dict:
-    """The paper's domain-transfer claim (§3.2, notebook 06): method a's contrast-AUC advantage over method b
-    shrinks out of domain. `inside` and `outside` are (frame a, frame b) on two question sets (e.g. sums and
-    subtraction), with contrast pairs of at least `min_sizes` (inside, outside) questions. Each set has its own
-    question resample (they share no question); both redraw the seeds alike (the same adapters). Returns the
-    advantages, their difference (outside − inside), its 5th/95th percentiles, the number of seeds and the
-    verdict for "lower"; raises ValueError where a set has no large enough pair."""
+              seed: int = 0, metric: str = "auc_cb", share: float = 0.5) -> dict:
+    """The paper's domain-transfer claim (§3.2, §B.5): out of domain, method a's contrast-set advantage over
+    method b largely disappears, the two "similarly poor". `inside` and `outside` are (frame a, frame b) on two
+    question sets (e.g. sums and subtraction), with contrast pairs of at least `min_sizes` (inside, outside)
+    questions; each set has its own question resample (they share no question) and both redraw the seeds alike.
+
+    An equivalence test (two one-sided tests), so that a reversal is not a reproduction: "similar" holds when the
+    outside advantage lies within ± `share` × the inside advantage, both bounds resampled. Reproduced when both
+    one-sided 95% intervals lie inside the bounds; contradicted when one lies wholly beyond a bound (the outside
+    advantage is larger than the margin, either way); inconclusive otherwise. Returns the advantages, the margin,
+    the outside advantage's 5th/95th percentiles, the p-values, the seeds and the verdict; raises ValueError where
+    a set has no large enough pair."""
     runs = []
     for (a, b), size, s in ((inside, min_sizes[0], seed), (outside, min_sizes[1], seed + 1)):
         def one(x, y, size=size, s=s):
-            return contrast_bootstrap_over_pairs("auc", x, y, pairs, size, n=n, seed=s)
+            return contrast_bootstrap_over_pairs(metric, x, y, pairs, size, n=n, seed=s)
         runs.append(over_seeds(one, a, b, seed=seed))
-    diffs = np.asarray(runs[1]["diffs"], dtype=float) - np.asarray(runs[0]["diffs"], dtype=float)
-    result, low, high = verdict(diffs, "lower")
-    return {"inside": runs[0]["difference"], "outside": runs[1]["difference"],
-            "difference": runs[1]["difference"] - runs[0]["difference"], "5%": low, "95%": high,
-            "seeds": max(runs[0]["n_seeds"], runs[1]["n_seeds"]), "verdict": result}
+    inner, outer = (np.asarray(r["diffs"], dtype=float) for r in runs)
+    below, above = outer + share * inner, share * inner - outer  # > 0: inside the lower / the upper bound
+    ok = np.isfinite(below) & np.isfinite(above)
+    below, above, outer = below[ok], above[ok], outer[ok]
+    low_b, low_a = np.percentile(below, 5), np.percentile(above, 5)
+    high_b, high_a = np.percentile(below, 95), np.percentile(above, 95)
+    result = ("reproduced" if min(low_b, low_a) > 0 else "contradicted" if min(high_b, high_a) < 0
+              else "inconclusive")
+    return {"inside": runs[0]["difference"], "outside": runs[1]["difference"], "margin": share * runs[0]["difference"],
+            "difference": runs[1]["difference"], "5%": float(np.percentile(outer, 5)),
+            "95%": float(np.percentile(outer, 95)), "verdict": result,
+            "p for": float(max(np.mean(below <= 0), np.mean(above <= 0))),
+            "p against": float(min(np.mean(below >= 0), np.mean(above >= 0))),
+            "seeds": max(runs[0]["n_seeds"], runs[1]["n_seeds"])}
 
 
 def _with_data_row(ids, n: int | None, seed: int) -> pd.DataFrame:
@@ -268,25 +356,59 @@ def _mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
     return np.concatenate([[values[:, 0].mean()], seed_resampled_mean(values[:, 1:], seed)])
 
 
-def variance_trend(correlations: pd.DataFrame, n: int | None = None, seed: int = 0) -> pd.DataFrame:
-    """The paper's B.7 test: per layer, the mean and median over questions of the per-question correlation
-    between checkpoint index and cross-seed feature variance (`confidence.feature_variance`). The claim is
-    a positive mean; one resample of the questions serves every layer. One row per layer: the mean, the
-    median, the 5th/95th percentiles of the resampled mean and the verdict ("higher" than 0)."""
-    if not isinstance(correlations, pd.DataFrame) or correlations.empty:
-        raise ValueError("correlations is empty; pass feature_variance.per_question_correlations(...)")
-    values = correlations.to_numpy(float)  # (questions, layers)
-    idx = stats.resample_indices(n=n, seed=seed, size=len(values))
-    with warnings.catch_warnings():  # NaN: a question whose variance never changes; an all-NaN resample stays NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        means = np.nanmean(values[idx], axis=1)  # (resamples, layers)
+def variance_trend(variance: pd.DataFrame, order, n: int | None = None, seed: int = 0) -> pd.DataFrame:
+    """The paper's B.7 test: per layer, does a question's cross-seed feature variance grow with the checkpoint's
+    position in `order`? `variance` has columns checkpoint, question_id, layer, variance and spread
+    (`confidence.feature_variance`).
+
+    Two things make the raw per-question correlation misleading: the residual stream's scale differs between
+    checkpoints (every question's variance can move with it), and the questions are not the replicates of a
+    trend over checkpoints. So the variance is divided by the layer's spread at that checkpoint (scale-free), and
+    every replicate redraws the **checkpoints** with replacement (keeping their positions) as well as the
+    questions (Poisson weights). The seeds cannot be redrawn: the variance is measured across them. One row per
+    layer: the mean per-question Spearman correlation, raw and scale-free, the scale-free one's range when one
+    checkpoint is left out, its 5th/95th percentiles, p-values and verdict ("higher" than 0)."""
+    need = {"checkpoint", "question_id", "layer", "variance", "spread"}
+    if not isinstance(variance, pd.DataFrame) or variance.empty or not need <= set(variance.columns):
+        raise ValueError(f"variance must be a non-empty frame with columns {sorted(need)}")
+    order = [c for c in order if c in set(variance["checkpoint"])]
+    if len(order) < 3:
+        raise ValueError(f"a trend over checkpoints needs at least 3 of them, got {order}")
+    layers = sorted(variance["layer"].unique())
+    cubes = {}
+    for name, values in (("raw", variance["variance"]), ("scaled", variance["variance"] / variance["spread"])):
+        wide = variance.assign(value=values).pivot_table(index="question_id", columns=["layer", "checkpoint"],
+                                                         values="value")
+        cubes[name] = np.stack([wide[layer][order].to_numpy(float) for layer in layers])  # (layers, q, checkpoints)
+    k, questions = len(order), cubes["raw"].shape[1]
+    n = stats.resample_count("auc", n)
+    rng = np.random.default_rng([seed, 7])
+    picks, weights = rng.integers(0, k, size=(n, k)), rng.poisson(1.0, size=(n, questions)).astype(float)
+    every, scaled = np.ones(questions), cubes["scaled"]
+    replicates = np.array([_mean_rank_correlation(scaled, picks[r], weights[r]) for r in range(n)])  # (n, layers)
+    left_out = np.array([_mean_rank_correlation(scaled, np.delete(np.arange(k), c), every) for c in range(k)])
+    data, plain = (_mean_rank_correlation(cubes[x], np.arange(k), every) for x in ("scaled", "raw"))
     rows = []
-    for k, layer in enumerate(correlations.columns):
-        result, low, high = verdict(means[:, k], "higher")
-        rows.append({"layer": layer, "questions": int(np.isfinite(values[:, k]).sum()),
-                     "mean": float(np.nanmean(values[:, k])), "median": float(np.nanmedian(values[:, k])),
-                     "5%": low, "95%": high, "verdict": result})
+    for i, layer in enumerate(layers):
+        rows.append({"layer": layer, "questions": questions, "checkpoints": k, "raw mean": plain[i],
+                     "mean": data[i], "one checkpoint left out: min": left_out[:, i].min(),
+                     "one checkpoint left out: max": left_out[:, i].max(), **decision(replicates[:, i], "higher")})
     return pd.DataFrame(rows).set_index("layer")
+
+
+def _mean_rank_correlation(values: np.ndarray, picks: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(layers, questions, checkpoints) values at the checkpoints `picks` (positions, repeats allowed) -> per layer
+    the weighted mean over questions of the Spearman correlation between position and value (ties averaged;
+    a question whose values do not vary is left out)."""
+    x = rankdata(picks)
+    y = rankdata(values[:, :, picks], axis=-1)
+    xc, yc = x - x.mean(), y - y.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (yc @ xc) / np.sqrt((yc ** 2).sum(axis=-1) * (xc ** 2).sum())  # (layers, questions)
+    ok = np.isfinite(rho)
+    w = weights[None, :] * ok
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.where(ok, rho, 0.0) * w).sum(axis=1) / w.sum(axis=1)
 
 
 def post_training_claims(finetuned: pd.DataFrame, rl: pd.DataFrame, n_bins: int = 5, n: int | None = None,
@@ -314,7 +436,6 @@ def post_training_claims(finetuned: pd.DataFrame, rl: pd.DataFrame, n_bins: int 
     }
     rows = []
     for claim, (values, direction) in tests.items():
-        result, low, high = verdict(values[1:], direction)
-        rows.append({"claim": claim, "claimed": direction, "difference": float(values[0]), "5%": low, "95%": high,
-                     "verdict": result})
+        rows.append({"claim": claim, "claimed": direction, "difference": float(values[0]),
+                     **decision(values[1:], direction)})
     return pd.DataFrame(rows).set_index("claim")

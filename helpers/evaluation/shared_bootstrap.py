@@ -103,7 +103,10 @@ def _check(conf, correct, weights):
 
 
 def pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n_bins: int = 15) -> np.ndarray:
-    """The metric of one pair's contrast rows under every replicate's question weights."""
+    """The metric of one pair's contrast rows under every replicate's question weights (NaN for no rows: a
+    class-balanced metric of a pair without regressions, or without improvements, is undefined)."""
+    if rows.empty:
+        return np.full(len(w), np.nan)
     first = rows.drop_duplicates("question_id")  # one row per question: its id and its kind in this pair
     per_question = stratified(w[first["question_id"]].to_numpy(), first["kind"].to_numpy())
     index = {q: k for k, q in enumerate(first["question_id"])}
