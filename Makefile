@@ -90,6 +90,7 @@ bench: $(VENV)/.bench  ## benchmarks (not part of make test)
 	$(PY) tests/benchmarks/bench_metrics.py
 	$(PY) tests/benchmarks/bench_stats.py
 	$(PY) tests/benchmarks/bench_series.py
+	$(PY) tests/benchmarks/bench_build.py
 
 # The course website, from the committed executed notebooks (never re-executed); book/conf.py. Fails on any
 # Sphinx warning (a broken link or anchor, bad markup) and on a broken internal link in the HTML.
