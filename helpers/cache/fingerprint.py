@@ -92,7 +92,7 @@ def _digest(module: str) -> tuple[str, tuple[str, ...]]:
     memo = _DIGESTS.get(path)
     if memo is None or memo[0] != stamp:
         tree = _strip_docstrings(ast.parse(path.read_text()))
-        digest = hashlib.sha256(normal_dump(tree).encode()).hexdigest()  # as `_code_digest`
+        digest = _tree_digest(tree)
         memo = (stamp, digest, imported_modules(module, tree, path.name == "__init__.py"))
         _DIGESTS[path] = memo
     return memo[1], memo[2]
@@ -133,8 +133,12 @@ def _source_files() -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in {*root.rglob("*.py"), *_DIGESTS} if p.exists()}
 
 
+def _tree_digest(tree: ast.AST) -> str:
+    return hashlib.sha256(normal_dump(tree).encode()).hexdigest()
+
+
 def _code_digest(path: Path) -> str:
-    return hashlib.sha256(normal_dump(_strip_docstrings(ast.parse(path.read_text()))).encode()).hexdigest()
+    return _tree_digest(_strip_docstrings(ast.parse(path.read_text())))
 
 
 # The code of the helpers sources as this process imported them (comments and docstrings aside).

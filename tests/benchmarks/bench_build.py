@@ -31,7 +31,7 @@ from helpers import config  # noqa: E402
 from helpers.cache import artifacts  # noqa: E402
 from helpers.world import sums  # noqa: E402
 from helpers.world.model import build_model, build_tokenizer  # noqa: E402
-from helpers.world.training import encode_training_pairs, lm_loss  # noqa: E402
+from helpers.world.training import encode_training_pairs, training_step_loss  # noqa: E402
 
 # The stage of `python -m helpers build` (helpers.build.cli.stages) that builds each artifact.
 STAGES = {
@@ -88,22 +88,17 @@ def training_sample(steps: int) -> dict:
     for step in range(steps + 2):  # the first two warm up and are not timed
         pairs = sums.training_batch(rng, s.batch_size, sums.phase_at(step, s.train_steps), held_out)
         t0 = time.perf_counter()
-        pairs = sorted(pairs, key=lambda turns: sum(len(t) for t in turns))
-        size = -(-len(pairs) // 4)
-        chunks = [encode_training_pairs(tokenizer, pairs[i: i + size]) for i in range(0, len(pairs), size)]
+        encoded = encode_training_pairs(tokenizer, pairs)  # the text-to-tokens part alone, timed apart
         t1 = time.perf_counter()
-        n_tokens = sum(int((c["labels"][:, 1:] != -100).sum()) for c in chunks)
         optim.zero_grad()
-        for c in chunks:
-            logits = model(input_ids=c["input_ids"], attention_mask=c["attention_mask"]).logits
-            (lm_loss(logits, c["labels"]) / n_tokens).backward()
+        training_step_loss(model, tokenizer, pairs)  # the world's own step (it encodes again, in buckets)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optim.step()
         t2 = time.perf_counter()
         if step >= 2:
             encode_s += t1 - t0
-            step_s += t2 - t1
-            tokens += sum(int(c["attention_mask"].sum()) for c in chunks)
+            step_s += t2 - t1 - (t1 - t0)  # the step without its own encoding, taken as long as the one timed
+            tokens += int(encoded["attention_mask"].sum())
     per_step = (encode_s + step_s) / steps
     return {"params": n_params, "tokens per step": tokens / steps, "s per step": per_step,
             "s tokenizing": encode_s / steps, "flops": 6 * n_params * tokens / steps / per_step}
