@@ -93,7 +93,8 @@ def test_over_and_underconfident_bins_get_the_colours_the_legend_names():
     assert len(over) == int((table["gap"] > 0).sum()) > 0
     assert len(under) == int((table["gap"] < 0).sum()) > 0
     legend = {h.get_label().split(":")[0]: h for h in ax.get_legend().legend_handles}
-    assert {"overconfident", "underconfident", "perfect calibration", "accuracy per bin"} <= set(legend)
+    assert {"overconfident", "underconfident", "perfect calibration", "accuracy per bin (bar height)",
+            "mean confidence per bin"} <= set(legend)
     assert to_rgba(over[0].get_facecolor()) == to_rgba(legend["overconfident"].get_facecolor())
     assert to_rgba(under[0].get_facecolor()) == to_rgba(legend["underconfident"].get_facecolor())
     assert to_rgba(over[0].get_facecolor()) != to_rgba(under[0].get_facecolor())
@@ -101,6 +102,24 @@ def test_over_and_underconfident_bins_get_the_colours_the_legend_names():
     first = table[table["gap"] > 0].iloc[0]
     assert over[0].get_y() == pytest.approx(first["accuracy"])
     assert over[0].get_y() + over[0].get_height() == pytest.approx(first["confidence"])
+
+
+def test_a_bar_always_reaches_its_accuracy_and_the_tick_its_mean_confidence():
+    """An underconfident bin's bar is not cut at its mean confidence: the bar is the accuracy in every bin,
+    the black tick is the mean confidence, and the strip between them lies inside the bar's width."""
+    conf, correct = _mixed()
+    fig, ax = _diagram(conf, correct, n_bins=10)
+    table = reliability_table(conf, correct, n_bins=10)
+    assert [b.get_height() for b in _bars(ax, "accuracy")] == pytest.approx(table["accuracy"].tolist())
+    (ticks,) = [c for c in ax.collections if c.get_gid() == "mean confidence"]
+    assert [seg[0][1] for seg in ticks.get_segments()] == pytest.approx(table["confidence"].tolist())
+    under = table[table["gap"] < 0]
+    for strip, bar, (_, row) in zip(_bars(ax, "underconfident"),
+                                    [b for b, g in zip(_bars(ax, "accuracy"), table["gap"]) if g < 0],
+                                    under.iterrows()):
+        assert strip.get_y() == pytest.approx(row["confidence"])
+        assert strip.get_y() + strip.get_height() == pytest.approx(bar.get_height())
+        assert bar.get_x() < strip.get_x() and strip.get_x() + strip.get_width() < bar.get_x() + bar.get_width()
 
 
 def test_legend_names_both_directions_even_when_one_is_absent():
@@ -243,7 +262,16 @@ def test_learning_curves_shade_every_large_and_uniform_stretch():
     spans = [p for p in acc_ax.patches if isinstance(p, Rectangle)]
     # two separate large stretches and one uniform stretch, shaded on both axes
     assert len(spans) == 3 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 3
-    # the phase names, above the loss curve
-    assert sorted(t.get_text() for t in loss_ax.texts) == ["large", "large", "uniform"]
+    # the shades named in a legend, not in labels that overprint each other in short phases
+    assert not loss_ax.texts
+    assert [t.get_text() for t in loss_ax.get_legend().get_texts()] == [
+        "large phase", "mixed phase", "uniform phase", "small phase"]
     assert [round(s.get_x()) for s in spans] == [100, 400, 500]  # each stretch starts one save before its first
     assert len(acc_ax.get_lines()) == 4
+    # with the windows: their checkpoints as triangles and the cut between them as a dashed line
+    fig = learning_curves(log, {"training": [200, 300], "evaluation": [500, 700]})
+    acc_ax = fig.axes[1]
+    labels = [line.get_label() for line in acc_ax.get_lines()]
+    assert {"training checkpoints", "evaluation checkpoints", "training | evaluation cut"} <= set(labels)
+    (cut,) = [line for line in acc_ax.get_lines() if line.get_label() == "training | evaluation cut"]
+    assert cut.get_xdata()[0] == 400

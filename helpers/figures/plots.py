@@ -7,7 +7,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.colors import to_rgb
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -18,11 +17,10 @@ from helpers.evaluation.validation import confidence_and_correct
 
 GAP_COLOR = "#d62728"  # red: the miscalibration the reader should look at
 # The gap between a bin's accuracy and its mean confidence, by direction: vermilion and bluish green (Okabe-Ito),
-# told apart also with red-green colour blindness, and by their hatch directions. An overconfident gap sits
-# above its bar (a light vermilion tint); an underconfident one lies inside the top of its bar, tinted green
-# over the bar's colour so that the bar still reads as one bar up to the accuracy. Fills are opaque, so the
-# legend shows exactly what the axes do.
+# told apart also with red-green colour blindness by where the strip lies: above the bar (overconfident) or
+# inside it (underconfident). The strip is narrow and centred, so the bar's top still reads as its accuracy.
 OVER_COLOR, UNDER_COLOR = "#d55e00", "#009e73"
+CONFIDENCE_COLOR = "#111111"  # the tick at a bin's mean confidence
 BAND_COLOR = "#222222"
 STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
@@ -101,12 +99,10 @@ def _count_labels(ax, centers, tops, counts, widths) -> float:
     return float(max(np.asarray(tops) + 0.015 + np.asarray(reach)))
 
 
-def _gap_styles(bar_color) -> dict:
-    """Fill, hatch and hatch colour of the over- and underconfident segments over bars of `bar_color`."""
-    under = 0.55 * np.array(to_rgb(UNDER_COLOR)) + 0.45 * np.array(to_rgb(bar_color))
-    over = 0.35 * np.array(to_rgb(OVER_COLOR)) + 0.65
-    return {"overconfident": dict(facecolor=tuple(over), hatch="//", hatchcolor=OVER_COLOR),
-            "underconfident": dict(facecolor=tuple(under), hatch="\\\\", hatchcolor="white")}
+def _gap_styles(bar_color=None) -> dict:
+    """Fill and edge of the over- and underconfident gap strips (the same over a bar of any colour)."""
+    return {"overconfident": dict(facecolor=OVER_COLOR, edgecolor="white"),
+            "underconfident": dict(facecolor=UNDER_COLOR, edgecolor="white")}
 
 
 def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
@@ -115,18 +111,19 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
     """
     perfect = Line2D([], [], ls="--", color="grey", lw=1, label="perfect calibration")
     color = color or sns.color_palette()[0]
-    accuracy = Patch(facecolor=color, label="accuracy per bin")
-    over, under = [Patch(**style, edgecolor="white", lw=0.8, label=f"{kind}: {what}")
-                   for (kind, style), what in zip(_gap_styles(color).items(), ["mean confidence > accuracy",
-                                                                             "mean confidence < accuracy"])]
+    accuracy = Patch(facecolor=color, label="accuracy per bin (bar height)")
+    confidence = Line2D([], [], color=CONFIDENCE_COLOR, lw=2, label="mean confidence per bin")
+    over, under = [Patch(**style, lw=0.8, label=f"{kind}: {what}")
+                   for (kind, style), what in zip(_gap_styles().items(), ["mean confidence above accuracy",
+                                                                        "mean confidence below accuracy"])]
     count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
     interval = Line2D([], [], color=BAND_COLOR, lw=1.2, marker="_", markersize=6,
                       label="95% bootstrap interval of accuracy")
     # A legend fills its columns one after the other: list column by column.
     if ncols == 2:
-        columns = [[perfect, accuracy, interval if band else count], [over, under] + ([count] if band else [])]
+        columns = [[perfect, accuracy, confidence] + ([interval] if band else []), [over, under, count]]
     else:
-        columns = [[perfect, over], [accuracy, under], [count] + ([interval] if band else [])]
+        columns = [[perfect, over], [accuracy, under], [confidence, count] + ([interval] if band else [])]
     return [handle for column in columns for handle in column]
 
 
@@ -135,13 +132,13 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     """Accuracy per bin against the diagonal, each bin's gap to its mean confidence coloured by its direction,
     and its number of answers above it. Used in notebooks 01, 02, 03, 04 (and by `helpers.figures.explorers`).
 
-    The bar of a bin spans the bin and reaches its accuracy. A hatched segment runs from there to the bin's
-    mean confidence: light vermilion above the bar where the bin is overconfident (confidence > accuracy),
-    green inside the top of the bar where it is underconfident (the white line across such a bar is the mean
-    confidence). The number above each bar counts its answers. `band=True` adds each bin's 95% bootstrap
-    interval of accuracy (`accuracy_band`: `n_boot` resamples, `seed`). The title gives the binned ECE and
-    its binning, "ECE 0.052 (10 equal-width bins)". `legend`: a legend below the axes, off the data
-    (`side_by_side` draws one for the whole figure instead). Returns `ax`.
+    The bar of a bin spans the bin and always reaches its accuracy. A black tick across the bin marks its
+    mean confidence, and a strip in the middle of the bin joins the two: vermilion where the bin is
+    overconfident (the tick above the bar), green where it is underconfident (the tick inside the bar, whose
+    top is still the accuracy). The number above each bar counts its answers. `band=True` adds each bin's
+    95% bootstrap interval of accuracy (`accuracy_band`: `n_boot` resamples, `seed`). The title gives the
+    binned ECE and its binning, "ECE 0.052 (10 equal-width bins)". `legend`: a legend below the axes, off
+    the data (`side_by_side` draws one for the whole figure instead). Returns `ax`.
     """
     conf, corr = confidence_and_correct(confidence, correct)
     table = reliability_table(conf, corr, n_bins, strategy)
@@ -154,15 +151,18 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
 
     ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
     ax.bar(left, acc, width=width, align="edge", color=color, edgecolor="white", label="accuracy")
-    for (kind, style), mask in zip(_gap_styles(color).items(), [mean_conf > acc, mean_conf < acc]):
-        ax.bar(left[mask], np.abs(mean_conf - acc)[mask], bottom=np.minimum(acc, mean_conf)[mask], width=width[mask],
-               align="edge", edgecolor="white", lw=0.8, label=kind, **style)
+    strip = width * 0.3
+    for (kind, style), mask in zip(_gap_styles().items(), [mean_conf > acc, mean_conf < acc]):
+        ax.bar(left[mask] + (width[mask] - strip[mask]) / 2, np.abs(mean_conf - acc)[mask],
+               bottom=np.minimum(acc, mean_conf)[mask], width=strip[mask], align="edge", lw=0.6, label=kind, **style)
+    ax.hlines(mean_conf, left + 0.1 * width, left + 0.9 * width, color=CONFIDENCE_COLOR, lw=2,
+              label="mean confidence", gid="mean confidence")
     tops = np.maximum(acc, mean_conf)
     if band:
         interval = accuracy_band(conf, corr, n_bins, strategy, n_boot=n_boot, seed=seed)
         low, high = interval["lower"].to_numpy(), interval["upper"].to_numpy()
-        ax.errorbar(left + width / 2, acc, yerr=[acc - low, high - acc], fmt="none", ecolor=BAND_COLOR, elinewidth=1.2,
-                    capsize=2, label="95% bootstrap interval")
+        ax.errorbar(left + 0.82 * width, acc, yerr=[acc - low, high - acc], fmt="none", ecolor=BAND_COLOR,
+                    elinewidth=1.2, capsize=2, label="95% bootstrap interval")
         tops = np.fmax(tops, high)
     reach = _count_labels(ax, left + width / 2, tops, table["count"], width)
 
@@ -231,42 +231,59 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
 RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "subtraction": "#2ca02c"}
 
 
-def _shade_phases(axes, steps, phases, label_ax=None) -> None:
+PHASE_SHADES = {"large": 0.15, "mixed": 0.1, "uniform": 0.06}  # grey's alpha per phase; small phases unshaded
+WINDOW_COLORS = {"training": "#9467bd", "evaluation": "#d62728"}
+
+
+def _shade_phases(axes, steps, phases) -> list:
     """Shade every stretch of steps where "large" operands dominate (darkest), "mixed" ones do, or the mix is
-    uniform (lightest)."""
+    uniform (lightest); returns legend entries for the shades (small-operand phases stay white)."""
     steps, phases = np.asarray(steps), list(phases)
     width = np.median(np.diff(steps)) if len(steps) > 1 else 1
     start = 0
     for i in range(1, len(phases) + 1):
         if i < len(phases) and phases[i] == phases[start]:
             continue
-        alpha = {"large": 0.15, "mixed": 0.1, "uniform": 0.06}.get(phases[start], 0.0)
+        alpha = PHASE_SHADES.get(phases[start], 0.0)
         if alpha:
-            lo, hi = steps[start] - width, steps[i - 1]
             for ax in axes:
-                ax.axvspan(lo, hi, color="grey", alpha=alpha, lw=0)
-            if label_ax is not None:
-                label_ax.text((lo + hi) / 2, 0.97, phases[start], ha="center", va="top", fontsize="small",
-                              color="dimgrey",
-                              transform=label_ax.get_xaxis_transform())  # x in steps, y in axes units: above the curves
+                ax.axvspan(steps[start] - width, steps[i - 1], color="grey", alpha=alpha, lw=0)
         start = i
+    return [Patch(facecolor="grey", alpha=alpha, label=f"{phase} phase") for phase, alpha in PHASE_SHADES.items()
+            ] + [Patch(facecolor="white", edgecolor="lightgrey", label="small phase")]
 
 
-def learning_curves(log):
-    """Loss and monitor accuracy per operand range along training, with the data phases shaded. Used in notebook 00.
+def _mark_windows(ax, windows: dict, y: float = 1.02) -> None:
+    """Triangles at the selected checkpoints' steps, one colour per window, and a dashed line at the cut."""
+    for name, steps in windows.items():
+        ax.plot(steps, np.full(len(steps), y), "v", color=WINDOW_COLORS.get(name, "black"), clip_on=False,
+                label=f"{name} checkpoints")
+    if {"training", "evaluation"} <= set(windows):
+        cut = (max(windows["training"]) + min(windows["evaluation"])) / 2
+        ax.axvline(cut, color="black", ls="--", lw=1, label="training | evaluation cut")
+
+
+def learning_curves(log, windows=None):
+    """Loss and monitor accuracy per operand range along training, with the data phases shaded and, where
+    `windows` ({name: steps}) is given, the selected checkpoints and the cut between the windows marked.
+    Used in notebook 00.
 
     `log` has columns step, phase, loss, accuracy and accuracy_<range> for small, mixed and large. Returns the Figure.
     """
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     ax_loss.plot(log["step"], log["loss"], marker=".")
     ax_loss.set(xlabel="step", ylabel="answer-token loss", title="Training loss")
     ax_acc.plot(log["step"], log["accuracy"], marker=".", color="black", label="all")
     for group in ("small", "mixed", "large"):
         ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=RANGE_COLORS[group],
                     label=f"{group} operands")
-    ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1), title="Accuracy on the monitor set")
-    ax_acc.legend(fontsize="small")
-    _shade_phases((ax_loss, ax_acc), log["step"], log["phase"], label_ax=ax_loss)  # the loss panel's top is empty
+    ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1.06), title="Accuracy on the monitor set")
+    ax_acc.set_yticks(np.linspace(0, 1, 6))
+    shades = _shade_phases((ax_loss, ax_acc), log["step"], log["phase"])
+    if windows:
+        _mark_windows(ax_acc, windows, y=1.03)
+    ax_loss.legend(handles=shades, fontsize="small", title="data phase", title_fontsize="small")
+    ax_acc.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
@@ -283,10 +300,9 @@ def mixture(frame, windows=None):
                  alpha=0.35, labels=[f"sums, {g} operands" for g in groups], step="post")
     ax.step(frame["step"], frame["subtraction"], where="post", color=RANGE_COLORS["subtraction"], label="subtraction")
     ax.step(frame["step"], frame["verification"], where="post", color="black", ls=":", label="verification (Yes/No)")
-    for (name, steps), color in zip((windows or {}).items(), ["#9467bd", "#d62728"]):
-        ax.plot(steps, np.full(len(steps), 1.03), "v", color=color, clip_on=False, label=f"{name} checkpoints")
-    ax.set(xlabel="step", ylabel="share", ylim=(0, 1), xlim=(0, frame["step"].max() + frame["step"].diff().median()),
-           title="What the model trains on, step by step")
+    _mark_windows(ax, windows or {}, y=1.03)
+    ax.set(xlabel="step", ylabel="share", ylim=(0, 1), xlim=(0, frame["step"].max() + frame["step"].diff().median()))
+    ax.set_title("What the model trains on, step by step", pad=16)  # above the checkpoints' triangles
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
@@ -302,12 +318,13 @@ def window_accuracy(accuracy, windows):
     for group in accuracy.columns:
         ax.plot(x, accuracy[group], marker="o", color=RANGE_COLORS.get(group.split()[0]), label=group)
     names = list(accuracy.index)
-    for (name, members), color in zip(windows.items(), ["#9467bd", "#d62728"]):
-        idx = [names.index(m) for m in members]
+    for name, members in windows.items():
+        color, idx = WINDOW_COLORS.get(name, "black"), [names.index(m) for m in members]
         ax.axvspan(min(idx) - 0.4, max(idx) + 0.4, color=color, alpha=0.08, lw=0)
-        ax.text((min(idx) + max(idx)) / 2, 1.02, f"{name} window", ha="center", color=color, fontsize="small")
+        ax.text((min(idx) + max(idx)) / 2, 1.05, f"{name} window", ha="center", color=color, fontsize="small")
     ax.set_xticks(x, [n.replace("step-", "") for n in names], rotation=45)
-    ax.set(xlabel="checkpoint (step)", ylabel="greedy accuracy on test", ylim=(0, 1.08))
+    ax.set(xlabel="checkpoint (step)", ylabel="greedy accuracy on test", ylim=(0, 1.12))
+    ax.set_yticks(np.linspace(0, 1, 6))
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
