@@ -168,6 +168,21 @@ def test_band_is_seeded_and_brackets_the_accuracy():
     assert (band["upper"] - band["lower"] > 0).all()
 
 
+def test_small_bins_show_their_count_but_no_interval():
+    """A bin of fewer than MIN_INTERVAL_COUNT answers gets no bootstrap interval (it would have zero width when
+    its few answers agree); the others get one each."""
+    from helpers.figures.plots import MIN_INTERVAL_COUNT
+
+    conf = np.r_[np.full(3, 0.05), np.linspace(0.4, 0.99, 200)]
+    correct = np.r_[np.ones(3), (np.arange(200) % 3 > 0)].astype(int)
+    table = reliability_table(conf, correct, n_bins=10)
+    fig, ax = _diagram(conf, correct, n_bins=10, band=True)
+    (bars,) = [c for c in ax.containers if c.get_label() == "95% bootstrap interval"]
+    drawn = len(bars.lines[2][0].get_segments())
+    assert table["count"].iloc[0] == 3 and drawn == int((table["count"] >= MIN_INTERVAL_COUNT).sum()) == len(table) - 1
+    assert _counts(ax) == table["count"].tolist()
+
+
 def test_band_matches_resampling_the_answers():
     """The per-bin binomial shortcut gives the intervals of resampling all answers with replacement."""
     conf, correct = _mixed(seed=3, n=200)

@@ -21,6 +21,9 @@ GAP_COLOR = "#d62728"  # red: the miscalibration the reader should look at
 # inside it (underconfident). The strip is narrow and centred, so the bar's top still reads as its accuracy.
 OVER_COLOR, UNDER_COLOR = "#d55e00", "#009e73"
 CONFIDENCE_COLOR = "#111111"  # the tick at a bin's mean confidence
+# A bin's bootstrap interval is drawn only from this many answers on: resampling a bin of 1 or 3 answers that are
+# all right gives a zero-width interval, which reads as certainty; such a bin shows its count alone.
+MIN_INTERVAL_COUNT = 10
 BAND_COLOR = "#222222"
 STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
@@ -118,7 +121,7 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
                                                                         "mean confidence below accuracy"])]
     count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
     interval = Line2D([], [], color=BAND_COLOR, lw=1.2, marker="_", markersize=6,
-                      label="95% bootstrap interval of accuracy")
+                      label=f"95% bootstrap interval of accuracy (bins of {MIN_INTERVAL_COUNT}+ answers)")
     # A legend fills its columns one after the other: list column by column.
     if ncols == 2:
         columns = [[perfect, accuracy, confidence] + ([interval] if band else []), [over, under, count]]
@@ -136,7 +139,8 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     mean confidence, and a strip in the middle of the bin joins the two: vermilion where the bin is
     overconfident (the tick above the bar), green where it is underconfident (the tick inside the bar, whose
     top is still the accuracy). The number above each bar counts its answers. `band=True` adds each bin's
-    95% bootstrap interval of accuracy (`accuracy_band`: `n_boot` resamples, `seed`). The title gives the
+    95% bootstrap interval of accuracy (`accuracy_band`: `n_boot` resamples, `seed`) where the bin holds
+    at least `MIN_INTERVAL_COUNT` answers. The title gives the
     binned ECE and its binning, "ECE 0.052 (10 equal-width bins)". `legend`: a legend below the axes, off
     the data (`side_by_side` draws one for the whole figure instead). Returns `ax`.
     """
@@ -161,9 +165,10 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     if band:
         interval = accuracy_band(conf, corr, n_bins, strategy, n_boot=n_boot, seed=seed)
         low, high = interval["lower"].to_numpy(), interval["upper"].to_numpy()
-        ax.errorbar(left + 0.82 * width, acc, yerr=[acc - low, high - acc], fmt="none", ecolor=BAND_COLOR,
-                    elinewidth=1.2, capsize=2, label="95% bootstrap interval")
-        tops = np.fmax(tops, high)
+        shown = table["count"].to_numpy() >= MIN_INTERVAL_COUNT  # resampling 1 or 3 answers says nothing
+        ax.errorbar((left + 0.82 * width)[shown], acc[shown], yerr=[(acc - low)[shown], (high - acc)[shown]],
+                    fmt="none", ecolor=BAND_COLOR, elinewidth=1.2, capsize=2, label="95% bootstrap interval")
+        tops = np.where(shown, np.fmax(tops, high), tops)
     reach = _count_labels(ax, left + width / 2, tops, table["count"], width)
 
     shared_top = ax.get_ylim()[1] if ax.get_ylim()[1] > 1.0 else 0.0  # a diagram sharing y drawn before this one
