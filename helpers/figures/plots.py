@@ -102,7 +102,7 @@ def _count_labels(ax, centers, tops, counts, widths) -> float:
     return float(max(np.asarray(tops) + 0.015 + np.asarray(reach)))
 
 
-def _gap_styles(bar_color=None) -> dict:
+def _gap_styles() -> dict:
     """Fill and edge of the over- and underconfident gap strips (the same over a bar of any colour)."""
     return {"overconfident": dict(facecolor=OVER_COLOR, edgecolor="white"),
             "underconfident": dict(facecolor=UNDER_COLOR, edgecolor="white")}
@@ -140,9 +140,9 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     overconfident (the tick above the bar), green where it is underconfident (the tick inside the bar, whose
     top is still the accuracy). The number above each bar counts its answers. `band=True` adds each bin's
     95% bootstrap interval of accuracy (`accuracy_band`: `n_boot` resamples, `seed`) where the bin holds
-    at least `MIN_INTERVAL_COUNT` answers. The title gives the
-    binned ECE and its binning, "ECE 0.052 (10 equal-width bins)". `legend`: a legend below the axes, off
-    the data (`side_by_side` draws one for the whole figure instead). Returns `ax`.
+    at least `MIN_INTERVAL_COUNT` answers. The title gives the binned ECE and its binning, "ECE 0.052 (10
+    equal-width bins)". `legend`: a legend below the axes, off the data (`side_by_side` draws one for the
+    whole figure instead). Returns `ax`.
     """
     conf, corr = confidence_and_correct(confidence, correct)
     table = reliability_table(conf, corr, n_bins, strategy)
