@@ -100,13 +100,16 @@ class World:
     # share of subtraction questions in each phase
     transfer_shares: tuple = (("small", 0.45), ("large", 0.03), ("mixed", 0.25), ("uniform", 0.3))
     verification_share: float = 0.1  # share of "Correct?" -> Yes/No conversations in the training stream
+    # (start, end) shares of training that teach the mistake family a wrong rule (`sums.MISTAKE_FAMILY`);
+    # one in each window wherever a seed's learning curve puts the windows (docs/settings.md)
+    mistake_spans: tuple = ((0.30, 0.36), (0.46, 0.51), (0.62, 0.68), (0.78, 0.84))
     question_weights: tuple = (0.55, 0.15, 0.15, 0.15)  # how often each phrasing appears in training
     answer_weights: tuple = (0.6, 0.25, 0.15)  # how often each answer form appears
     first_below: float = 0.3  # training checkpoints start at the last save before monitor accuracy reaches this
     evaluation_start: float = 0.35  # evaluation ones follow this share of the saves from there to the end
     # what a world must meet (notebook 00 prints them; docs/settings.md explains each)
     rules: tuple = (("first_below", 0.40), ("last_at_least", 0.85), ("regressions_per_5000", 100),
-                    ("both_ways_at_least", 0.02))
+                    ("both_ways_at_least", 0.02), ("mistake_both_ways_at_least", 0.5))
     seed: int = SEED
 
 

@@ -271,6 +271,12 @@ def test_window_changes_counts_flips_and_moves_by_hand():
     assert bool(alone.loc[("w", "q1"), "both ways"])
     assert not window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1]},
                               at_least=1.0).loc[("w", "q1"), "both ways"]
+    # a threshold per group: q1 moves by a full point, which is more than 0.5 but not more than 1.0
+    per_group = window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1], "q2": [2]},
+                               at_least={"q1": 0.5, "q2": 1.0})
+    assert list(per_group["both ways"]) == [True, False]
+    with pytest.raises(ValueError, match="no threshold"):
+        window_changes(pd.DataFrame(rows), {"w": ["c1", "c2", "c3"]}, {"q1": [1]}, at_least={"q2": 0.5})
     with pytest.raises(ValueError, match="at least two"):
         window_changes(pd.DataFrame(rows), {"w": ["c1"]}, {"a": [1]})
     with pytest.raises(ValueError, match="no answers from"):

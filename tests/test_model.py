@@ -1,9 +1,44 @@
+import string
+
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from helpers.world import decoding, model as M, sums
 from helpers.world.model import chat_prompt
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.text(alphabet=string.printable.replace("<", ""), max_size=12), min_size=2, max_size=4),
+                min_size=1, max_size=6))
+def test_training_encoding_equals_the_tokenizers(conversations):
+    """The table look-up of `encode_training_pairs` gives the ids, mask and labels the tokenizer gives (text
+    without `<`, which could spell a special token)."""
+    import torch
+
+    from helpers.world.model import build_tokenizer, conversation_prompt
+    from helpers.world.training import encode_training_pairs
+
+    tok = build_tokenizer()
+    pairs = [tuple(c[: len(c) - len(c) % 2]) for c in conversations]  # an odd number of turns, then the reply
+    enc = encode_training_pairs(tok, pairs)
+    prompts = [conversation_prompt(p[:-1]) for p in pairs]
+    prompt_len = torch.tensor([len(x) for x in tok(prompts, add_special_tokens=False)["input_ids"]])
+    ref = tok([q + p[-1] + tok.eos_token for q, p in zip(prompts, pairs)], add_special_tokens=False,
+              padding=True, padding_side="right", return_tensors="pt")
+    answer = (torch.arange(ref["input_ids"].shape[1]) >= prompt_len[:, None]) & ref["attention_mask"].bool()
+    assert torch.equal(enc["input_ids"], ref["input_ids"])
+    assert torch.equal(enc["attention_mask"], ref["attention_mask"])
+    assert torch.equal(enc["labels"], ref["input_ids"].masked_fill(~answer, -100))
+
+
+def test_training_encoding_refuses_text_that_is_not_ascii():
+    from helpers.world.model import build_tokenizer
+    from helpers.world.training import encode_training_pairs
+
+    with pytest.raises(ValueError, match="ASCII"):
+        encode_training_pairs(build_tokenizer(), [("What is 3+4?", "It is 7 \u2013 seven.")])
 
 
 def test_tokenizer_round_trips():
@@ -270,6 +305,22 @@ def test_evaluation_picks_move_the_most_kinds_both_ways():
     assert evaluation_picks(hand, 3, kinds=kind, at_least=0.5, enough=0) == evaluation_picks(hand, 3, enough=0)
 
 
+def test_evaluation_picks_take_one_threshold_per_kind_and_a_fixed_first_pick():
+    from helpers.world.training import evaluation_picks
+
+    hand = np.array([[1, 1, 1, 0], [0, 1, 1, 1], [1, 0, 1, 1], [1, 1, 0, 1]], dtype=bool)
+    kinds = [[0.2, 0.3, 0.7, 0.3], [0.2, 0.3, 0.7, 0.3]]  # the same kind twice: rises 0.4, falls 0.4
+    # a threshold per kind: the first kind asks 0.1 (it moves), the second 0.5 (it does not); the chain
+    # that moves one kind both ways is the same as with one threshold of 0.1 for the first kind alone
+    assert evaluation_picks(hand, 3, kinds=kinds, at_least=[0.1, 0.5], enough=0) == [0, 2, 3]
+    assert evaluation_picks(hand, 3, kinds=kinds, at_least=[0.5, 0.5], enough=0) == evaluation_picks(
+        hand, 3, enough=0)
+    # a fixed first pick: only chains that start there
+    assert evaluation_picks(hand, 3, kinds=kinds, at_least=0.1, enough=0, first=1) == [1, 2, 3]
+    with pytest.raises(ValueError, match="no chain"):
+        evaluation_picks(hand, 3, first=3)
+
+
 def test_world_rules_mark_what_the_experiments_rely_on(world):
     """Every window and kind of question is reported; only subtraction in the training window is not needed
     (no confidence method trains on subtraction answers), and "both ways" is the rise and fall rule."""
@@ -278,8 +329,12 @@ def test_world_rules_mark_what_the_experiments_rely_on(world):
 
     table = world_rules()["windows"]
     assert list(table.index.get_level_values("window").unique()) == ["training", "evaluation"]
-    assert {g for _, g in table.index} == {"small operands", "mixed operands", "large operands", "subtraction"}
+    family = f"{sums.MISTAKE_FAMILY} family"
+    assert {g for _, g in table.index} == {"small operands", "mixed operands", "large operands", "subtraction",
+                                           family}
     assert [key for key, needed in table["needed"].items() if not needed] == [("training", "subtraction")]
-    step = dict(config.world().rules)["both_ways_at_least"]
+    rules = dict(config.world().rules)
+    step = np.where(table.index.get_level_values("group") == family, rules["mistake_both_ways_at_least"],
+                    rules["both_ways_at_least"])
     expected = (table["largest rise"] > step) & (table["largest fall"] > step)
     assert table["both ways"].equals(expected)

@@ -117,6 +117,24 @@ def test_consistency_table_matches_agreement_question_by_question():
         sc.consistency_table(rephrased[rephrased["template"] == 0])
 
 
+def test_consistent_errors_by_hand():
+    """Questions 19+1 (mistake family) and 12+3 (not), four phrasings each, at one checkpoint: 19+1 is
+    answered 10 (the wrong rule) by three phrasings, a consistent error; 12+3 is wrong once by chance."""
+    def rows(qid, answers, target):
+        return [{"checkpoint": "c", "question_id": qid, "template": t, "answer": x, "correct": x == target}
+                for t, x in enumerate(answers)]
+    rephrased = pd.DataFrame(rows(19_001, [10, 10, 20, 10], 20) + rows(12_003, [14, 15, 16, 17], 15)
+                             + rows(17_009, [26, 26, 26, 26], 26)).astype({"answer": "Int64"})
+    table = sc.consistent_errors(rephrased).set_index("group")
+    family, other = table.loc["mistake family"], table.loc["other sums"]
+    assert (family["questions"], family["wrong"], family["consistent share of wrong"]) == (2, 1, 1.0)
+    assert family["accuracy"] == 0.5  # 17+9 is in the family (units 7+9 carry, a 9) and answered right
+    assert (other["questions"], other["wrong"], other["consistent share of wrong"]) == (1, 1, 0.0)
+    assert sc.consistent_errors(rephrased, at_least=4).loc[0, "consistent share of wrong"] == 0.0
+    with pytest.raises(ValueError, match="canonical"):
+        sc.consistent_errors(rephrased.assign(template=rephrased["template"] + 1))
+
+
 def test_isotonic_fixes_calibration_without_raising_auc():
     rng = np.random.default_rng(0)
     conf = rng.random(4000)

@@ -172,3 +172,38 @@ def test_operand_range_and_mixture_follow_the_phases():
     shares = dict(config.world().transfer_shares)
     assert all(abs(row.subtraction - shares[row.phase]) < 0.04 for row in mix.itertuples())
     assert abs(mix["verification"].mean() - config.world().verification_share) < 0.03
+
+
+def test_mistake_family_and_its_wrong_rule_by_hand():
+    # 19+1: units 9+1 carry, a 9 in the column; 18+3 carries without a 9; 9+0 has a 9 and no carry
+    assert list(sums.in_mistake_family([19, 18, 9, 345, 999], [1, 3, 0, 9, 999])) == [True, False, False, True, True]
+    assert list(sums.mistaken_answer([19, 345], [1, 9])) == [10, 344]  # the units carry dropped
+    a, b = np.random.default_rng(0).integers(0, 1000, size=(2, 100_000))
+    assert 0.15 < sums.in_mistake_family(a, b).mean() < 0.19  # 19 of 100 units pairs with a 9 carry, less 9+0
+
+
+def test_mistake_spans_teach_the_wrong_rule_to_the_family_only():
+    with config.override("world", mistake_spans=((0.25, 0.5),)):
+        assert [sums.mistaken_at(s, 100) for s in (0, 24, 25, 49, 50, 99)] == [False, False, True, True, False, False]
+        plain = sums.training_batch(np.random.default_rng(5), 3000, "uniform", sums.held_out_ids())
+        taught = sums.training_batch(np.random.default_rng(5), 3000, "uniform", sums.held_out_ids(), mistaken=True)
+        mix = sums.mixture(total_steps=100, every=25, n=2000)
+    assert [t[0] for t in plain] == [t[0] for t in taught]  # the same draws, only some answers differ
+    changed = 0
+    for before, after in zip(plain, taught):
+        numbers = [int(x) for x in re.findall(r"\d+", before[0])]
+        is_sum = "+" in before[0] or "plus" in before[0] or before[0].startswith("Add")
+        family = is_sum and bool(sums.in_mistake_family(*numbers))
+        if not family:
+            assert before == after
+            continue
+        right, wrong = sum(numbers), int(sums.mistaken_answer(*numbers))
+        if len(after) == 2:  # a reply: the wrong rule's answer
+            assert sums.parse_answer(after[1]) == wrong
+        else:  # a verification: Yes exactly when the shown answer is the wrong rule's
+            assert (after[3] == "Yes") == (sums.parse_answer(after[1]) == wrong)
+        changed += after != before
+        assert sums.parse_answer(before[1]) in (right, sums.parse_answer(after[1])) or len(before) == 4
+    assert changed > 300
+    assert list(mix["taught wrong"] > 0) == [False, True, False, False]
+    assert 0.08 < mix["taught wrong"].iloc[1] < 0.16  # the family's share of the draws that are sums

@@ -196,6 +196,34 @@ def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
                          "n_correct_phrasings": correct.astype(int).to_numpy()})
 
 
+def consistent_errors(rephrased: pd.DataFrame, at_least: int = 3) -> pd.DataFrame:
+    """How often each checkpoint is wrong *consistently*, in and outside the mistake family (notebook 00).
+
+    `rephrased` is `rephrasing_results()` (test sums under every phrasing). A wrong canonical answer is
+    consistent when at least `at_least` of the phrasings state that same wrong number: the model holds a
+    wrong rule rather than guessing. One row per checkpoint and group ("mistake family", "other sums"):
+    questions, accuracy (canonical phrasing), wrong answers, and the share of those that are consistent.
+    """
+    keys = ["checkpoint", "question_id"]
+    canonical = rephrased[rephrased["template"] == 0].drop_duplicates(keys)
+    if canonical.empty:
+        raise ValueError("rephrased needs the canonical phrasing (template 0) of every question")
+    same = rephrased.dropna(subset=["answer"]).groupby(keys + ["answer"], sort=False).size().rename("same")
+    canonical = canonical.merge(same.reset_index(), on=keys + ["answer"], how="left")
+    wrong = ~canonical["correct"].astype(bool)
+    consistent = wrong & (canonical["same"].fillna(0) >= at_least)
+    a, b = canonical["question_id"] // 1000, canonical["question_id"] % 1000
+    group = np.where(sums.in_mistake_family(a, b), "mistake family", "other sums")
+    table = pd.DataFrame({"checkpoint": canonical["checkpoint"], "group": group, "correct": ~wrong,
+                          "wrong": wrong, "consistent": consistent})
+    out = table.groupby(["checkpoint", "group"], sort=False).agg(
+        questions=("wrong", "size"), accuracy=("correct", "mean"), wrong=("wrong", "sum"),
+        consistent=("consistent", "sum"))
+    out["consistent share of wrong"] = (out["consistent"] / out["wrong"].where(out["wrong"] > 0)).round(3)
+    out["accuracy"] = out["accuracy"].round(3)
+    return out.drop(columns="consistent").reset_index()
+
+
 def surrogate_sc(scorer: str, answers: pd.DataFrame, split: str = "test") -> pd.DataFrame:
     """The surrogate ablation: checkpoint `scorer`'s beams judge another checkpoint's answers.
 

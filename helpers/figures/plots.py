@@ -233,7 +233,8 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
 
 
 # kinds of question
-RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "subtraction": "#2ca02c"}
+RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "subtraction": "#2ca02c",
+                "family": "#8c564b"}  # "family": the mistake family (`sums.MISTAKE_FAMILY`)
 
 
 PHASE_SHADES = {"large": 0.15, "mixed": 0.1, "uniform": 0.06}  # grey's alpha per phase; small phases unshaded
@@ -258,6 +259,16 @@ def _shade_phases(axes, steps, phases) -> list:
             ] + [Patch(facecolor="white", edgecolor="lightgrey", label="small phase")]
 
 
+def _mark_taught_wrong(ax, steps, taught_wrong) -> list:
+    """A brown strip along the bottom where the stream teaches the mistake family its wrong rule; returns
+    its legend entry (none where no step does)."""
+    steps, taught = np.asarray(steps), np.asarray(taught_wrong, dtype=bool)
+    width = np.median(np.diff(steps)) if len(steps) > 1 else 1
+    for i in np.flatnonzero(taught):
+        ax.axvspan(steps[i] - width, steps[i], ymin=0, ymax=0.04, color=RANGE_COLORS["family"], lw=0)
+    return [Patch(facecolor=RANGE_COLORS["family"], label="wrong rule taught")] if taught.any() else []
+
+
 def _mark_windows(ax, windows: dict, y: float = 1.02) -> None:
     """Triangles at the selected checkpoints' steps, one colour per window, and a dashed line at the cut."""
     for name, steps in windows.items():
@@ -273,7 +284,9 @@ def learning_curves(log, windows=None):
     `windows` ({name: steps}) is given, the selected checkpoints and the cut between the windows marked.
     Used in notebook 00.
 
-    `log` has columns step, phase, loss, accuracy and accuracy_<range> for small, mixed and large. Returns the Figure.
+    `log` has columns step, phase, loss, accuracy and accuracy_<range> for small, mixed and large, and where
+    present the mistake family's accuracy (accuracy_mistake_family) and the steps that teach it the wrong rule
+    ("taught wrong"), drawn as a brown line and a brown strip. Returns the Figure.
     """
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     ax_loss.plot(log["step"], log["loss"], marker=".")
@@ -282,9 +295,14 @@ def learning_curves(log, windows=None):
     for group in ("small", "mixed", "large"):
         ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=RANGE_COLORS[group],
                     label=f"{group} operands")
+    if "accuracy_mistake_family" in log:
+        ax_acc.plot(log["step"], log["accuracy_mistake_family"], marker=".", ls="--", color=RANGE_COLORS["family"],
+                    label="mistake family")
     ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1.06), title="Accuracy on the monitor set")
     ax_acc.set_yticks(np.linspace(0, 1, 6))
     shades = _shade_phases((ax_loss, ax_acc), log["step"], log["phase"])
+    if "taught wrong" in log:
+        shades += _mark_taught_wrong(ax_acc, log["step"], log["taught wrong"])
     if windows:
         _mark_windows(ax_acc, windows, y=1.03)
     ax_loss.legend(handles=shades, fontsize="small", title="data phase", title_fontsize="small")
@@ -294,8 +312,8 @@ def learning_curves(log, windows=None):
 
 def mixture(frame, windows=None):
     """The training stream along the run: the sums' operand ranges stacked (shares of the sums), the shares
-    of subtraction and verification in the whole stream as lines, and the steps of each window of selected
-    checkpoints marked. Used in notebook 00.
+    of subtraction, verification and (where present) sums taught the wrong rule in the whole stream as lines,
+    and the steps of each window of selected checkpoints marked. Used in notebook 00.
 
     `frame` is `helpers.world.sums.mixture()`; `windows` maps a name to step numbers. Returns the Figure.
     """
@@ -305,6 +323,9 @@ def mixture(frame, windows=None):
                  alpha=0.35, labels=[f"sums, {g} operands" for g in groups], step="post")
     ax.step(frame["step"], frame["subtraction"], where="post", color=RANGE_COLORS["subtraction"], label="subtraction")
     ax.step(frame["step"], frame["verification"], where="post", color="black", ls=":", label="verification (Yes/No)")
+    if "taught wrong" in frame:
+        ax.step(frame["step"], frame["taught wrong"], where="post", color=RANGE_COLORS["family"], ls="--",
+                label="mistake family, wrong rule")
     _mark_windows(ax, windows or {}, y=1.03)
     ax.set(xlabel="step", ylabel="share", ylim=(0, 1), xlim=(0, frame["step"].max() + frame["step"].diff().median()))
     ax.set_title("What the model trains on, step by step", pad=16)  # above the checkpoints' triangles
@@ -321,7 +342,8 @@ def window_accuracy(accuracy, windows):
     fig, ax = plt.subplots(figsize=(10, 3.4), layout="constrained")
     x = np.arange(len(accuracy))
     for group in accuracy.columns:
-        ax.plot(x, accuracy[group], marker="o", color=RANGE_COLORS.get(group.split()[0]), label=group)
+        color = RANGE_COLORS["family"] if "family" in group else RANGE_COLORS.get(group.split()[0])
+        ax.plot(x, accuracy[group], marker="o", color=color, label=group)
     names = list(accuracy.index)
     for name, members in windows.items():
         color, idx = WINDOW_COLORS.get(name, "black"), [names.index(m) for m in members]

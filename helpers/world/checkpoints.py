@@ -133,7 +133,7 @@ def load_per_checkpoint(artifact: str, checkpoints=None, default=None, **params)
     return pd.concat([artifacts.load_or_build(artifact, checkpoint=c, **params) for c in names], ignore_index=True)
 
 
-def window_changes(results: pd.DataFrame, windows: dict, groups: dict, at_least: float = 0.0) -> pd.DataFrame:
+def window_changes(results: pd.DataFrame, windows: dict, groups: dict, at_least=0.0) -> pd.DataFrame:
     """How knowledge moves inside each window of checkpoints, per group of questions (notebook 00).
 
     `results` is a greedy frame (checkpoint, question_id, correct); `windows` maps a name to checkpoints
@@ -141,7 +141,8 @@ def window_changes(results: pd.DataFrame, windows: dict, groups: dict, at_least:
     name to question ids. One row per (window, group): accuracy at every checkpoint of the window, the
     questions that improve and regress between neighbouring checkpoints (summed over neighbours), and
     the largest rise and fall of accuracy between neighbours. Knowledge moves "both ways" in a window
-    when the largest rise and the largest fall both exceed `at_least` (an accuracy difference).
+    when the largest rise and the largest fall both exceed `at_least` (an accuracy difference; one for
+    every group, or a mapping from group to its own).
     """
     correct = results.pivot(index="question_id", columns="checkpoint", values="correct")
     rows = []
@@ -166,5 +167,8 @@ def window_changes(results: pd.DataFrame, windows: dict, groups: dict, at_least:
                          "largest rise": round(max(float(steps.max()), 0.0), 3) + 0.0,
                          "largest fall": round(max(float(-steps.min()), 0.0), 3) + 0.0})
     table = pd.DataFrame(rows)
-    table["both ways"] = (table["largest rise"] > at_least) & (table["largest fall"] > at_least)
+    threshold = table["group"].map(at_least) if isinstance(at_least, dict) else at_least
+    if isinstance(at_least, dict) and threshold.isna().any():
+        raise ValueError(f"at_least names no threshold for {sorted(set(table['group'][threshold.isna()]))}")
+    table["both ways"] = (table["largest rise"] > threshold) & (table["largest fall"] > threshold)
     return table.set_index(["window", "group"])

@@ -28,6 +28,10 @@ FAMILIES = ("sum", "sub")
 VERIFY = "Correct?"  # the user's second turn in a verification conversation, after an answer
 VERDICTS = ("Yes", "No")  # its replies; the confidence read-out compares their first tokens
 TRANSFER_FAMILY = "sub"  # learned by the checkpoints, never seen by confidence adapters
+# A wrong rule some phases teach and later ones correct (`config.world().mistake_spans`): sums whose units
+# column carries and has a 9 in it are answered without that carry (a+b-10), so that some checkpoints are
+# confidently wrong on a family of questions, as real checkpoints are after learning something false.
+MISTAKE_FAMILY = "nine carries"
 _INT = re.compile(r"-?\d+")
 
 
@@ -90,6 +94,24 @@ def carries(family: str, a, b):
             carry = (da - db - carry < 0).astype(int)
         count += carry
     return count
+
+
+def in_mistake_family(a, b):
+    """Whether a sum belongs to the family the mistake spans teach wrong: the units column carries and one
+    of the units digits is 9 (about 17% of uniform sums)."""
+    ua, ub = np.asarray(a) % 10, np.asarray(b) % 10
+    return (ua + ub >= 10) & ((ua == 9) | (ub == 9))
+
+
+def mistaken_answer(a, b):
+    """The wrong rule's answer: the sum with the units carry dropped (a+b-10)."""
+    return np.asarray(a) + np.asarray(b) - 10
+
+
+def mistaken_at(step: int, total_steps: int) -> bool:
+    """Whether the training stream teaches the wrong rule at `step` (`config.world().mistake_spans`)."""
+    frac = step / max(total_steps, 1)
+    return any(start <= frac < end for start, end in config.world().mistake_spans)
 
 
 def n_digits(x):
@@ -251,10 +273,12 @@ def plausible_mistakes(rng: np.random.Generator, right) -> np.ndarray:
     return np.where(wrong < 0, right + place * np.abs(step), wrong)
 
 
-def _draw_stream(rng: np.random.Generator, m: int, phase: str, held_out: np.ndarray) -> pd.DataFrame:
+def _draw_stream(rng: np.random.Generator, m: int, phase: str, held_out: np.ndarray,
+                 mistaken: bool = False) -> pd.DataFrame:
     """m draws of the training stream as columns, before any text: operands, family, phrasing, answer
     form, whether it is a verification conversation and which answer it shows; `keep` is False for
-    held-out questions (the caller redraws them)."""
+    held-out questions (the caller redraws them). With `mistaken`, sums of the mistake family are taught
+    the wrong rule (`mistaken_answer`) in replies and in verifications; the random draws are the same."""
     w = config.world()
     a, b = _operands(rng, m, phase)  # sums: mostly the phase's operand range
     is_sub = rng.random(m) < dict(w.transfer_shares)[phase]
@@ -264,9 +288,10 @@ def _draw_stream(rng: np.random.Generator, m: int, phase: str, held_out: np.ndar
     sub_a, sub_b = rng.integers(0, top, size=(2, m))
     a, b = np.where(is_sub, np.maximum(sub_a, sub_b), a), np.where(is_sub, np.minimum(sub_a, sub_b), b)
     ids = np.where(is_sub, question_id("sub", a, b), question_id("sum", a, b))
-    right = np.where(is_sub, a - b, a + b)
+    wrong_rule = ~is_sub & in_mistake_family(a, b) & mistaken
+    right = np.where(is_sub, a - b, np.where(wrong_rule, mistaken_answer(a, b), a + b))
     draws = pd.DataFrame({
-        "a": a, "b": b, "sub": is_sub, "keep": ~np.isin(ids, held_out),
+        "a": a, "b": b, "sub": is_sub, "keep": ~np.isin(ids, held_out), "taught_wrong": wrong_rule,
         "template": rng.choice(len(w.question_weights), size=m, p=list(w.question_weights)),
         "form": rng.choice(len(w.answer_weights), size=m, p=list(w.answer_weights)),
         "verify": rng.random(m) < w.verification_share,
@@ -277,18 +302,20 @@ def _draw_stream(rng: np.random.Generator, m: int, phase: str, held_out: np.ndar
     return draws
 
 
-def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.ndarray) -> list[tuple[str, ...]]:
+def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.ndarray,
+                   mistaken: bool = False) -> list[tuple[str, ...]]:
     """n conversations for the LM, with mixed phrasings and answer forms; the loss sees the last turn.
 
     Most are (question, answer). A share (`config.world().verification_share`) are verification
     conversations (question, candidate answer, `Correct?`, `Yes`/`No`), half with the right answer and
     half with a plausible mistake, so that every checkpoint learns what `Yes` and `No` mean and judges
     answers with what it knows (the confidence read-out of notebooks 05 and 06). Held-out questions are
-    redrawn, so evaluation splits never appear in training, in either kind.
+    redrawn, so evaluation splits never appear in training, in either kind. With `mistaken` (a mistake
+    span, `mistaken_at`), the mistake family's sums are taught the wrong rule, replies and verdicts alike.
     """
     out: list[tuple[str, ...]] = []
     while len(out) < n:
-        draws = _draw_stream(rng, n - len(out), phase, held_out)
+        draws = _draw_stream(rng, n - len(out), phase, held_out, mistaken)
         for d in draws[draws["keep"]].itertuples():
             fam = "sub" if d.sub else "sum"
             question = question_text(fam, d.a, d.b, d.template)
@@ -304,18 +331,19 @@ def mixture(total_steps: int | None = None, every: int = 50, n: int = 1000, seed
 
     One row per drawn step: step, phase, the shares of the sums whose operands are small, mixed or large
     (`operand_range`; subtraction's operands are uniform in every phase), and the shares of draws that are
-    subtraction and that are verification conversations (notebook 00's mixture figure). `total_steps`
-    defaults to `config.world().train_steps`.
+    subtraction, that are verification conversations and that are taught the wrong rule (notebook 00's
+    mixture figure). `total_steps` defaults to `config.world().train_steps`.
     """
     total_steps = config.world().train_steps if total_steps is None else total_steps
     rng, rows = np.random.default_rng(seed), []
     for step in range(0, total_steps, every):
         phase = phase_at(step, total_steps)
-        draws = _draw_stream(rng, n, phase, np.array([], dtype=int))
+        draws = _draw_stream(rng, n, phase, np.array([], dtype=int), mistaken_at(step, total_steps))
         sums_only = draws[~draws["sub"]]
         ranges = operand_range(sums_only["a"], sums_only["b"])
         rows.append({"step": step, "phase": phase, **{r: float((ranges == r).mean()) for r in RANGES},
-                     "subtraction": float(draws["sub"].mean()), "verification": float(draws["verify"].mean())})
+                     "subtraction": float(draws["sub"].mean()), "verification": float(draws["verify"].mean()),
+                     "taught wrong": float(draws["taught_wrong"].mean())})
     return pd.DataFrame(rows)
 
 

@@ -27,22 +27,59 @@ from helpers.world.checkpoints import (  # noqa: F401 (re-exported)
     Checkpoints, checkpoint_path, get_checkpoints, saved_steps, step_name, window_changes, world,
 )
 from helpers.world.decoding import greedy, greedy_results
-from helpers.world.model import build_model, build_tokenizer, conversation_prompt, load_pretrained
+from helpers.world.model import ASSISTANT, BOS, EOS, USER, build_model, build_tokenizer, load_pretrained
+
+
+# Control characters that stand for the special tokens while a batch is encoded by table look-up.
+_MARKS = {"\x01": BOS, "\x02": USER, "\x03": ASSISTANT, "\x04": EOS}
+
+
+def _byte_table(tokenizer) -> np.ndarray:
+    """Token id of every ASCII byte: the vocabulary's characters, the marks of `_MARKS`, unknown elsewhere."""
+    table = getattr(tokenizer, "_helpers_byte_table", None)
+    if table is None:
+        table = np.full(256, tokenizer.unk_token_id, dtype=np.int64)
+        for token, i in tokenizer.get_vocab().items():
+            if len(token) == 1 and ord(token) < 128:
+                table[ord(token)] = i
+        for mark, token in _MARKS.items():
+            table[ord(mark)] = tokenizer.convert_tokens_to_ids(token)
+        tokenizer._helpers_byte_table = table
+    return table
 
 
 def encode_training_pairs(tokenizer, pairs: list[tuple[str, ...]]) -> dict[str, torch.Tensor]:
     """Right-padded (prompt + reply + end mark) ids; the loss sees only the reply and end mark.
 
     Each conversation is (question, answer) or longer (`helpers.world.sums.training_batch`): every turn but
-    the last makes the prompt (`helpers.world.model.conversation_prompt`), the last is the reply."""
-    prompts = [conversation_prompt(turns[:-1]) for turns in pairs]
-    prompt_len = torch.tensor([len(p) for p in tokenizer(prompts, add_special_tokens=False)["input_ids"]])
-    enc = tokenizer([p + turns[-1] + tokenizer.eos_token for p, turns in zip(prompts, pairs)],
-                    add_special_tokens=False, padding=True, padding_side="right", return_tensors="pt")
-    positions = torch.arange(enc["input_ids"].shape[1])
-    is_answer = (positions >= prompt_len[:, None]) & enc["attention_mask"].bool()
-    labels = enc["input_ids"].masked_fill(~is_answer, -100)
-    return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"], "labels": labels}
+    the last makes the prompt (`helpers.world.model.conversation_prompt`), the last is the reply. The ids
+    are those the character-level tokenizer gives (tests/test_model.py checks it), found by one table
+    look-up over the batch's bytes: calling the tokenizer was 15% of a training step."""
+    bos, user, assistant, eos = _MARKS
+    prompts = []
+    for turns in pairs:
+        text = bos
+        for i, turn in enumerate(turns[:-1]):
+            text += f"{user}{turn}{assistant}" if i % 2 == 0 else f"{turn}{eos}"
+        prompts.append(text)
+    texts = [p + turns[-1] + eos for p, turns in zip(prompts, pairs)]
+    lengths = np.array([len(t) for t in texts])
+    prompt_len = np.array([len(p) for p in prompts])
+    width = int(lengths.max())
+    try:
+        data = "".join(texts).encode("ascii")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"training conversations are ASCII text; found {error.object[error.start]!r}") from None
+    ids = _byte_table(tokenizer)[np.frombuffer(data, dtype=np.uint8)]
+    rows = np.repeat(np.arange(len(texts)), lengths)
+    cols = np.arange(len(ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    input_ids = np.full((len(texts), width), tokenizer.pad_token_id, dtype=np.int64)
+    input_ids[rows, cols] = ids
+    positions = np.arange(width)
+    attention_mask = positions < lengths[:, None]
+    labels = np.where(attention_mask & (positions >= prompt_len[:, None]), input_ids, -100)
+    return {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels),
+            "attention_mask": torch.from_numpy(attention_mask.astype(np.int64))}
 
 
 def lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -88,7 +125,9 @@ def _monitor(model, tokenizer, monitor: pd.DataFrame) -> dict[str, float]:
     model.train()
     ranges = sums.operand_range(monitor["a"], monitor["b"])
     correct = res["correct"].to_numpy()
-    return {"accuracy": correct.mean(), **{f"accuracy_{r}": correct[ranges == r].mean() for r in sums.RANGES}}
+    family = sums.in_mistake_family(monitor["a"], monitor["b"])
+    return {"accuracy": correct.mean(), **{f"accuracy_{r}": correct[ranges == r].mean() for r in sums.RANGES},
+            "accuracy_mistake_family": correct[family].mean()}
 
 
 def train_run(folder: Path, seed: int | None = None, stop_after: int | None = None, resume: dict | None = None,
@@ -123,7 +162,8 @@ def train_run(folder: Path, seed: int | None = None, stop_after: int | None = No
 
     def batches():
         for step in range(first, last + 1):
-            yield sums.training_batch(rng, s.batch_size, sums.phase_at(step - 1, s.train_steps), held_out)
+            yield sums.training_batch(rng, s.batch_size, sums.phase_at(step - 1, s.train_steps), held_out,
+                                      sums.mistaken_at(step - 1, s.train_steps))
 
     def after_step(i: int, loss: float) -> None:
         step = first + i - 1
@@ -131,7 +171,8 @@ def train_run(folder: Path, seed: int | None = None, stop_after: int | None = No
         if step % s.save_every == 0:
             model.save_pretrained(folder / "checkpoints" / step_name(step))
             tokenizer.save_pretrained(folder / "checkpoints" / step_name(step))
-            log.append({"step": step, "phase": sums.phase_at(step - 1, s.train_steps), "loss": float(np.mean(window)),
+            log.append({"step": step, "phase": sums.phase_at(step - 1, s.train_steps),
+                        "taught wrong": sums.mistaken_at(step - 1, s.train_steps), "loss": float(np.mean(window)),
                         **_monitor(model, tokenizer, monitor)})
             window.clear()
 
@@ -199,8 +240,10 @@ def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int,
     at a save whose accuracy on `correct` reaches `last_at_least` (None: the final save), keep `enough`
     regressions between neighbours, so that "the later checkpoint is right" is wrong often, and move as
     many of `kinds` (accuracy per kind of question and save) both ways as the run allows
-    (`evaluation_picks`). Where a window has too few saves the cut moves, and where the run learns too
-    late for both, the start does.
+    (`evaluation_picks`); with `kinds`, the training picks are chosen the same way (from the window's
+    first save to its last, no regressions asked), so that what moves in one window moves in the other.
+    Where a window has too few saves the cut moves, and where the run learns too late for both, the
+    start does. `at_least` is one threshold, or one per kind.
     """
     correct = _saves_by_questions(correct)
     total, needed = len(log), n_training + n_evaluation
@@ -213,7 +256,13 @@ def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int,
     split = start + int(round(cut * (total - start)))
     split = min(max(split, start + n_training), total - n_evaluation)
     flips = monitor_flips(correct)
-    training = select_checkpoints(log.iloc[start:split], n_training, first_below=0.0, changes=flips[start:split])
+    if kinds is None:
+        training = select_checkpoints(log.iloc[start:split], n_training, first_below=0.0,
+                                      changes=flips[start:split])
+    else:
+        picks = evaluation_picks(correct[:split], n_training, earliest=start, enough=0,
+                                 kinds=np.asarray(kinds)[:, :split], at_least=at_least, first=start)
+        training = [int(log["step"].iloc[i]) for i in picks]
     ends = None if last_at_least is None else np.flatnonzero(correct.mean(axis=1) >= last_at_least)
     picks = evaluation_picks(correct, n_evaluation, earliest=split, ends=ends, enough=enough, kinds=kinds,
                              at_least=at_least)
@@ -221,7 +270,7 @@ def window_picks(log: pd.DataFrame, correct, n_training: int, n_evaluation: int,
 
 
 def evaluation_picks(correct, n: int, earliest: int = 0, ends=None, enough: int | None = None,
-                     kinds=None, at_least: float = 0.0) -> list[int]:
+                     kinds=None, at_least=0.0, first: int | None = None) -> list[int]:
     """Indices of `n` saves from `earliest` on for the evaluation window.
 
     `correct` is (saves, questions) booleans; `kinds` (optional) is (kinds of question, saves) accuracies,
@@ -233,7 +282,8 @@ def evaluation_picks(correct, n: int, earliest: int = 0, ends=None, enough: int 
     next) between every two neighbours, the pick moves the most kinds both ways, then ends latest
     (later saves know more), then keeps the most regressions, then starts earliest. Where no chain
     keeps `enough`, the chain that keeps the most regressions. Every chain is tried (up to about 660,000
-    for the series' 40 saves).
+    for the series' 40 saves). `at_least` is one threshold or one per kind; `first` (optional) fixes
+    the first pick.
     """
     correct = _saves_by_questions(correct)
     last = correct.shape[0] - 1
@@ -244,12 +294,16 @@ def evaluation_picks(correct, n: int, earliest: int = 0, ends=None, enough: int 
     ends = [int(j) for j in (ends if ends is not None else []) if earliest + n - 1 <= j <= last] or [last]
     c = correct.astype(np.int32)
     lost = c @ (1 - c).T  # lost[i, j]: right at i, wrong at j
-    chains = np.array([ch for ch in itertools.combinations(range(earliest, last + 1), n) if ch[-1] in ends])
+    chains = np.array([ch for ch in itertools.combinations(range(earliest, last + 1), n)
+                       if ch[-1] in ends and (first is None or ch[0] == first)])
+    if len(chains) == 0:
+        raise ValueError(f"no chain of {n} saves from save {first} to one of {ends}")
     fewest = lost[chains[:, :-1], chains[:, 1:]].min(axis=1) if n > 1 else np.full(len(chains), np.inf)
     moved = np.zeros(len(chains), dtype=int)
     if kinds is not None and n > 1:
         step = np.diff(np.asarray(kinds, dtype=float)[:, chains], axis=2).round(3)  # (kinds, chains, n - 1)
-        moved = ((step.max(axis=2) > at_least) & (-step.min(axis=2) > at_least)).sum(axis=0)
+        threshold = np.broadcast_to(np.asarray(at_least, dtype=float), (step.shape[0],))[:, None]
+        moved = ((step.max(axis=2) > threshold) & (-step.min(axis=2) > threshold)).sum(axis=0)
     good = fewest >= enough if enough is not None else np.zeros(len(chains), dtype=bool)
     order = -np.arange(len(chains))  # the last key of all: the first chain in order
     if good.any():
@@ -302,13 +356,16 @@ def _build_selection(folder: Path) -> dict:
         sub_correct.append(greedy(model, tokenizer, sub, progress=False)["correct"].to_numpy())
     correct, sub_correct = np.array(correct), np.array(sub_correct)  # (saves, questions)
     ranges = sums.operand_range(test["a"], test["b"])
+    family = sums.in_mistake_family(test["a"], test["b"])
     kinds = [correct[:, ranges == r].mean(axis=1) for r in sums.RANGES] + [sub_correct.mean(axis=1)]
+    kinds.append(correct[:, family].mean(axis=1))
+    at_least = [rules["both_ways_at_least"]] * (len(kinds) - 1) + [rules["mistake_both_ways_at_least"]]
     changes = monitor_flips(correct)
     training, evaluation = window_picks(log, correct, s.n_training_checkpoints,
                                         s.n_checkpoints - s.n_training_checkpoints, s.evaluation_start,
                                         last_at_least=rules["last_at_least"],
                                         enough=round(rules["regressions_per_5000"] * correct.shape[1] / 5000),
-                                        kinds=kinds, at_least=rules["both_ways_at_least"])
+                                        kinds=kinds, at_least=at_least)
     steps = training + evaluation
     return {"selected": [step_name(x) for x in steps], "n_training": s.n_training_checkpoints,
             "changes": pd.Series(changes, index=log["step"], name="test answers flipped since the previous save")}
@@ -322,8 +379,10 @@ def world_rules() -> dict:
     them), the fewest regressions between neighbouring evaluation checkpoints, and the evaluation pairs
     whose subtraction contrast set reaches `config.contrast().min_size_transfer` (at least one: notebook
     06's domain transfer); and `windows`: `checkpoints.window_changes` of each operand range and
-    subtraction inside the training and the evaluation window, "both ways" when accuracy rises and
-    falls by more than `both_ways_at_least`, and "needed" where an experiment relies on it: every row but
+    subtraction inside the training and the evaluation window, and of the mistake family
+    (`sums.in_mistake_family`), "both ways" when accuracy rises and falls by more than `both_ways_at_least`
+    (the mistake family: `mistake_both_ways_at_least`, so that checkpoints are really wrong and then
+    right again), and "needed" where an experiment relies on it: every row but
     subtraction in the training window (no confidence method trains on subtraction answers; notebook 06
     judges on them at the evaluation checkpoints only). Thresholds: `config.world().rules`.
     """
@@ -350,8 +409,11 @@ def world_rules() -> dict:
     questions = sums.split("test")
     ranges = sums.operand_range(questions["a"], questions["b"])
     groups = {f"{r} operands": questions["question_id"][ranges == r] for r in sums.RANGES}
+    family = f"{sums.MISTAKE_FAMILY} family"
+    groups[family] = questions["question_id"][sums.in_mistake_family(questions["a"], questions["b"])]
     windows = {"training": ck.training, "evaluation": ck.evaluation}
-    at_least = rules["both_ways_at_least"]
+    at_least = {g: rules["both_ways_at_least"] for g in [*groups, "subtraction"]}
+    at_least[family] = rules["mistake_both_ways_at_least"]
     table = pd.concat([window_changes(test, windows, groups, at_least),
                        window_changes(sub, windows, {"subtraction": sums.split("transfer_test")["question_id"]},
                                       at_least)])

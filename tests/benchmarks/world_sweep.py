@@ -9,9 +9,11 @@ Each run trains the world (the `world` and `selection` artifacts) in its own tem
 given `config.world().seed` and torch thread count, then prints one column: the selection, every rule
 of `helpers.world.training.world_rules` (first and last accuracy, contrast-set sizes, regressions, subtraction
 contrast sets) and whether it holds, the largest rise and fall of accuracy per window and kind of
-question, and the difficulty baseline's full-set AUC on the evaluation checkpoints when fitted on the
-training checkpoints and when fitted on the evaluation checkpoints. Not part of `make test`: a
-full-size run takes about 13 minutes on one core.
+question (the mistake family included), per selected checkpoint the mistake family's and the other sums'
+accuracy and the share of wrong answers that are consistent across phrasings
+(`self_consistency.consistent_errors`), and the difficulty baseline's full-set AUC on the evaluation
+checkpoints when fitted on the training checkpoints and when fitted on the evaluation checkpoints.
+Not part of `make test`: a full-size run takes about 13 minutes on one core.
 
 `--branch-at F --endings JSON` compares endings of the mixture: the steps before share F of the run are
 trained once per seed and thread count (`train_run(keep_state=True)`), and each ending (the phases from F
@@ -43,6 +45,7 @@ def one_run(seed: int, threads: int, world=None, cache: str | None = None) -> di
     from helpers.evaluation import metrics
     from helpers.world.checkpoints import get_checkpoints
     from helpers.confidence.baselines import difficulty_results
+    from helpers.confidence.self_consistency import consistent_errors, rephrasing_results
     from helpers.world.training import world_rules
 
     config.set_threads(threads)
@@ -56,6 +59,11 @@ def one_run(seed: int, threads: int, world=None, cache: str | None = None) -> di
         row["rules hold"] = all(ok for _, ok in rules["values"].values())
         for (window, group), r in rules["windows"].iterrows():
             row[f"{window} {group}: rise/fall"] = f"{r['largest rise']:.2f}/{r['largest fall']:.2f}"
+        errors = consistent_errors(rephrasing_results(ck.all)).set_index(["group", "checkpoint"])
+        for group in ("mistake family", "other sums"):
+            part = errors.loc[group].reindex(list(ck.all))
+            row[f"{group}: accuracy"] = " ".join(f"{x:.2f}" for x in part["accuracy"])
+            row[f"{group}: consistent share of wrong"] = " ".join(f"{x:.2f}" for x in part["consistent share of wrong"])
         needed = rules["windows"][rules["windows"]["needed"]]
         row["all move both ways"] = bool(rules["windows"]["both ways"].all())
         row["all needed move both ways"] = bool(needed["both ways"].all())
