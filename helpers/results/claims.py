@@ -67,6 +67,9 @@ TABLE_CLAIMS = [
           "SC + Platt", "self-consistency", "lower", "the series (Platt 1999)", part="extension"),
     Claim("P(True), read from the evaluated weights without training, falls below oracle training on contrast sets",
           CB, "P(True)", "oracle adapter", "lower", "the series (Kadavath et al. 2022)", part="extension"),
+    Claim("token probability falls below oracle training on contrast sets", CB, "token probability",
+          "oracle adapter", "lower", "the series (the confidently wrong checkpoints of notebook 00)",
+          part="extension"),
 ]
 
 # Table 1's headline, method by method: a method's contrast-set AUC falls below its full-set AUC.
