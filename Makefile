@@ -100,15 +100,17 @@ book: $(STAMP)  ## the course website in build/site (docs/guide.md is the front 
 	$(PY) tools/check_links.py build/site
 
 # Not part of make test: every page of build/site in headless Chromium (Debian's chromium, driven by
-# Playwright from .venv-site), then notebook 01's explorer in JupyterLab; screenshots in build/screenshots/.
+# Playwright from .venv-site) at a phone's and a laptop's width (CHECK_WIDTHS, CSS px), its navigation buttons
+# clicked, then notebook 01's explorer in JupyterLab; screenshots in build/screenshots/.
 # The notebook whose ipywidgets explorer (the cell tagged `explorer`) check-site moves.
 CHECK_NOTEBOOK ?= notebooks/01_reliability_diagrams_and_ece.ipynb
+CHECK_WIDTHS ?= 390,1366
 check-site: book $(VENV)/.lab  ## check the website and the notebook explorer in a real browser
 	tools/install_chromium.sh
 	test -x .venv-site/bin/python || $(PYTHON) -m venv .venv-site
 	.venv-site/bin/python -m pip install --quiet -r tools/requirements-site.txt
 	.venv-site/bin/python tools/check_site.py --site build/site --screenshots build/screenshots \
-		--lab-python $(PY) --notebook $(CHECK_NOTEBOOK)
+		--widths $(CHECK_WIDTHS) --lab-python $(PY) --notebook $(CHECK_NOTEBOOK)
 
 clean:  ## remove the caches and the virtual environment (never the shipped data/world/)
 	rm -rf data/cache data/scratch $(VENV)

@@ -8,10 +8,12 @@ on the site exactly as they do on GitHub. Build:
 
 The committed notebooks are rendered with their saved outputs; nothing is executed. The table of contents
 (the parts of the navigation) is `PARTS` below; it is added to the front page (docs/guide.md) while Sphinx
-reads it, so no course file carries site markup.
+reads it, so no course file carries site markup; so are the front page's "Start here" block and the answer
+twins' titles ("Answers: 05 · …", book/course.py).
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -40,7 +42,11 @@ exclude_patterns = ["build", ".venv*", "**/.ipynb_checkpoints"]
 nb_execution_mode = "off"
 nb_merge_streams = True
 myst_heading_anchors = 4
-myst_enable_extensions = ["colon_fence", "deflist"]
+# $…$ and $$…$$ (and amsmath environments) are maths, typeset by MathJax, as Jupyter shows them.
+myst_enable_extensions = ["colon_fence", "deflist", "dollarmath", "amsmath"]
+# MathJax 3.2.2 from book/_static/mathjax (its SOURCE.txt), not a CDN: the site works offline. Loaded only by
+# the pages that have maths.
+mathjax_path = "mathjax/tex-chtml.js"
 
 # --- the navigation -------------------------------------------------------------------------------------
 # (caption, [patterns relative to the repository root, or "Title <path>"]); a part whose patterns match
@@ -57,6 +63,11 @@ PARTS = [
 ]
 SOLUTIONS = "notebooks/solutions/*.ipynb"
 
+# Where a learner gets the code: the front page's "Start here" block shows `git clone <this>`. The repository
+# has no fixed public address, so the URL comes from the environment of whoever publishes the site
+# (COURSE_REPOSITORY_URL=https://… make book); without it the block names it REPOSITORY-URL, as the README does.
+REPOSITORY_URL = os.environ.get("COURSE_REPOSITORY_URL", "").strip()
+
 # --- theme ------------------------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
 html_title = "Confidence calibration of language models"
@@ -65,6 +76,8 @@ html_css_files = ["course.css"]
 html_js_files = ["course.js"]
 html_extra_path = [str(BOOK / "_extra")]
 html_last_updated_fmt = None
+# No general index: the course defines no index entries, so genindex.html would be an empty page.
+html_use_index = False
 html_show_sourcelink = False
 html_copy_source = True
 html_theme_options = {
@@ -77,6 +90,9 @@ html_theme_options = {
     "collapse_navbar": False,
     "navigation_with_keys": False,
 }
+# On a host the theme knows, every page's header also links the repository.
+if any(f"//{host}/" in REPOSITORY_URL for host in ("github.com", "gitlab.com", "bitbucket.org")):
+    html_theme_options |= {"repository_url": REPOSITORY_URL.removesuffix(".git"), "use_repository_button": True}
 # Light unless the reader switches (the figures are drawn on white); an unset mode logs a console error.
 html_context = {"default_mode": "light"}
 pygments_style = "default"
@@ -85,5 +101,5 @@ pygments_style = "default"
 def setup(app):
     import course
 
-    course.setup(app, ROOT, PARTS, SOLUTIONS)
+    course.setup(app, ROOT, PARTS, SOLUTIONS, REPOSITORY_URL)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,6 +3,10 @@
 - The navigation: hidden toctrees, one per part of conf.PARTS, are appended to the front page
   (docs/guide.md) while Sphinx reads it, and book/solutions.md gets the list of answer twins
   (notebooks/solutions/*.ipynb); without twins that page and its part are left out.
+- The front page opens with a short "Start here" block (get the code, what to read first, where the
+  answers are), put under its title while Sphinx reads it: the guide itself says it after 3,000 words.
+- An answer twin's title is "Answers: <the lesson's title>" on the site (its page, the navigation and the
+  search results), so that search does not list every lesson twice under one title.
 - Exercise solutions inside a lesson notebook (cells tagged `solution`) are folded behind a
   "show" toggle (myst-nb's `hide-cell`), so a learner does not read them by accident; the answer
   twins show everything.
@@ -39,21 +43,73 @@ def _docs(root: Path, patterns: list[str]) -> list[str]:
     return out
 
 
+TWIN_PREFIX = "Answers: "
+
+
+def _title(path: Path) -> str:
+    """A notebook's title: the text of its first level-1 heading, without markup ("" if it has none)."""
+    for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
+        source = "".join(cell.get("source", "")) if cell.get("cell_type") == "markdown" else ""
+        heading = next((line[2:].strip() for line in source.splitlines() if line.startswith("# ")), "")
+        if heading:
+            return heading.replace("<", "").replace(">", "").replace("`", "").replace("*", "")
+    return ""
+
+
 def _twin_entries(root: Path, pattern: str) -> list[str]:
-    """The answer twins, titled "<the notebook's title> (solutions)" in the navigation, so that a twin is not
-    mistaken for its lesson (both start with the same heading)."""
+    """The answer twins, titled "Answers: <the notebook's title>" in the navigation, as on their pages."""
     entries = []
     for path in sorted(root.glob(pattern)):
         doc = "/" + path.relative_to(root).with_suffix("").as_posix()
-        title = ""
-        for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
-            source = "".join(cell.get("source", "")) if cell.get("cell_type") == "markdown" else ""
-            heading = next((line[2:].strip() for line in source.splitlines() if line.startswith("# ")), "")
-            if heading:
-                title = heading.replace("<", "").replace(">", "").replace("`", "")
-                break
-        entries.append(f"{title} (solutions) <{doc}>" if title else doc)
+        title = _title(path)
+        entries.append(f"{TWIN_PREFIX}{title} <{doc}>" if title else doc)
     return entries
+
+
+def _start_here(root: Path, lessons: list[str], twins: bool, repository: str) -> str:
+    """The front page's "Start here" block (MyST, for docs/guide.md): get the code, read the first lesson,
+    check the exercises against the answer twins. Links are relative to docs/."""
+    where = repository or "REPOSITORY-URL"
+    note = "" if repository else " REPOSITORY-URL is the address of the repository this website comes from."
+    items = [f"""**Get the code** with git, and run every notebook once. You need `make` and Python 3.11, 3.12 or
+   3.13; the first run also installs the pinned packages into `.venv`.
+
+   ```bash
+   git clone --depth 1 {where} calibration-series
+   cd calibration-series
+   make notebooks
+   make lab
+   ```
+
+   `make notebooks` unpacks the shipped world and executes every notebook; `make lab` opens them in
+   JupyterLab.{note} More: [Get it and run it](../README.md#get-it-and-run-it)."""]
+    if lessons:
+        first = lessons[0]
+        title = _title(root / (first.lstrip("/") + ".ipynb")).split(":")[0] or first.rsplit("/", 1)[-1]
+        items.append(f"**Read the notebooks in order**, from [{title}](..{first}.ipynb). Each opens with what "
+                     "you will learn and what you need first; this guide, below, gives each one's study time.")
+    if twins:
+        items.append("**Do each notebook's exercises**, then check them against its answer twin in "
+                     "[Exercise solutions](../book/solutions.md).")
+    items.append("Look up a word in the [glossary](glossary.md).")
+    listed = "\n".join(f"{k}. {item}" for k, item in enumerate(items, 1))
+    return f"""
+(start-here)=
+:::{{admonition}} Start here
+:class: tip course-start
+
+{listed}
+:::
+"""
+
+
+def _after_title(source: str, block: str) -> str:
+    """`source` (Markdown) with `block` right after its first level-1 heading (at the top without one)."""
+    lines = source.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith("# "):
+            return "".join(lines[:i + 1]) + block + "".join(lines[i + 1:])
+    return block + source
 
 
 def _toctree(caption: str, docs: list[str]) -> str:
@@ -70,6 +126,18 @@ def _rewrite_notebook(text: str, twin: bool) -> str:
     changed = False
     if nb.get("metadata", {}).pop("widgets", None) is not None:
         changed = True
+    if twin:  # the title: "Answers: <the lesson's title>"
+        for cell in nb.get("cells", []):
+            if cell.get("cell_type") != "markdown":
+                continue
+            lines = "".join(cell.get("source", "")).splitlines(keepends=True)
+            heading = next((i for i, line in enumerate(lines) if line.startswith("# ")), None)
+            if heading is not None:
+                if not lines[heading].startswith("# " + TWIN_PREFIX):
+                    lines[heading] = "# " + TWIN_PREFIX + lines[heading][2:]
+                    cell["source"] = "".join(lines)
+                    changed = True
+                break
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
@@ -96,7 +164,7 @@ def _rewrite_notebook(text: str, twin: bool) -> str:
     return json.dumps(nb) if changed else text
 
 
-def setup(app, root: Path, parts, solutions: str) -> None:
+def setup(app, root: Path, parts, solutions: str, repository: str = "") -> None:
     twins = _twin_entries(root, solutions)
     nav = []
     for caption, patterns in parts:
@@ -105,6 +173,8 @@ def setup(app, root: Path, parts, solutions: str) -> None:
         docs = _docs(root, patterns)
         if docs:
             nav.append((caption, docs))
+    lessons = [doc for _, docs in nav for doc in docs if doc.startswith("/notebooks/") and " <" not in doc]
+    start_here = _start_here(root, lessons, bool(twins), repository)
 
     def config_inited(app, config):
         if not twins:
@@ -112,6 +182,7 @@ def setup(app, root: Path, parts, solutions: str) -> None:
 
     def source_read(app, docname, source):
         if docname == app.config.root_doc:
+            source[0] = _after_title(source[0], start_here)
             source[0] += "".join(_toctree(caption, docs) for caption, docs in nav)
         elif docname == "book/solutions":
             source[0] += _toctree("Answer twins", twins).replace(":hidden:\n", ":maxdepth: 1\n")

@@ -1,8 +1,12 @@
 """The course website (`make book`, book/conf.py) builds from the committed notebooks without executing
 them, with no Sphinx warning (-W: a broken cross-reference, a missing anchor or bad markup fails) and no
-broken internal link in the HTML (tools/check_links.py); and the build really fails on such a link.
+broken internal link in the HTML (tools/check_links.py); and the build really fails on such a link. The
+front page opens with "Start here"; answer twins are titled "Answers: …", so search never lists two pages
+under one title; maths is typeset by the site's own MathJax; there is no empty general index.
 
-No browser here: `make check-site` opens the pages in Chromium."""
+No browser here: `make check-site` opens the pages in Chromium (at a phone's and a laptop's width)."""
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -72,6 +76,34 @@ def test_the_guide_is_the_front_page_and_every_page_is_there(site):
         assert f'<span class="caption-text">{caption}</span>' in guide, f"the navigation lacks the part {caption}"
 
 
+def test_the_front_page_starts_with_what_to_do_first(site):
+    """The "Start here" block comes right under the guide's title, before its first section: how to get the
+    code (git clone, make notebooks) and which notebook to read first."""
+    guide = (site / "docs" / "guide.html").read_text()
+    article = guide[guide.index('<article class="bd-article"'):]
+    start = article.index("Start here")
+    assert start < article.index("<section", article.index("<h1") + 1), "Start here is not before the first section"
+    block = article[start:article.index("Look up a word", start)]
+    text = re.sub(r"<[^>]+>", "", block)  # without the code block's highlighting
+    assert "git clone" in text and "make notebooks" in text and "make lab" in text
+    if NOTEBOOKS:
+        assert f'href="../notebooks/{NOTEBOOKS[0].stem}.html"' in block
+
+
+def test_twins_have_their_own_titles_and_search_lists_each_title_once(site):
+    for twin in TWINS:
+        html = (site / twin.relative_to(ROOT).with_suffix(".html")).read_text()
+        assert re.search(r"<title>Answers: ", html), f"{twin.name}: the twin's page is not titled Answers: …"
+    index = (site / "searchindex.js").read_text()
+    titles = json.loads(index[index.index("(") + 1:index.rindex(")")])["titles"]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+
+
+def test_no_empty_general_index(site):
+    assert not (site / "genindex.html").exists()
+    assert "genindex.html" not in (site / "docs" / "guide.html").read_text()
+
+
 @pytest.mark.parametrize("nb", NOTEBOOKS + TWINS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
 def test_each_notebook_page_shows_its_saved_figures(site, nb):
     page = site / nb.relative_to(ROOT).with_suffix(".html")
@@ -101,7 +133,8 @@ def test_twins_widgets_and_broken_links(tmp_path):
     twin.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     twin.cells = [
         nbformat.v4.new_markdown_cell(f"# {NOTEBOOKS[0].stem}, solved\n\nThe lesson: [{NOTEBOOKS[0].stem}]"
-                                      f"(../{NOTEBOOKS[0].name}); the [glossary](../../docs/glossary.md)."),
+                                      f"(../{NOTEBOOKS[0].name}); the [glossary](../../docs/glossary.md). "
+                                      "Maths: $q_i = p_i(1-p_j)/Z$."),
         nbformat.v4.new_code_cell("print(1 + 1)", metadata={"tags": ["solution"]}, outputs=[
             nbformat.v4.new_output("stream", name="stdout", text="2\n")]),
         nbformat.v4.new_code_cell("interact(f, x=3)", metadata={"tags": ["explorer"]}, outputs=[
@@ -133,8 +166,13 @@ def test_twins_widgets_and_broken_links(tmp_path):
     assert '<span class="caption-text">Solutions</span>' in guide
     solutions = (site / "book" / "solutions.html").read_text()
     assert f"notebooks/solutions/{NOTEBOOKS[0].stem}.html" in solutions
-    assert f"{NOTEBOOKS[0].stem}, solved (solutions)" in solutions
+    assert f"Answers: {NOTEBOOKS[0].stem}, solved" in solutions
     twin_page = (site / "notebooks" / "solutions" / f"{NOTEBOOKS[0].stem}.html").read_text()
+    assert f"<title>Answers: {NOTEBOOKS[0].stem}, solved" in twin_page
+    # maths: marked for MathJax, which the page loads from the site itself (offline), not from a CDN
+    assert '<span class="math notranslate nohighlight">\\(q_i = p_i(1-p_j)/Z\\)</span>' in twin_page
+    assert 'src="../../_static/mathjax/tex-chtml.js' in twin_page and "cdn." not in twin_page
+    assert (site / "_static/mathjax/output/chtml/fonts/woff-v2/MathJax_Main-Regular.woff").is_file()
     assert "Interactive explorer." in twin_page and "interactive(children" not in twin_page
     assert twin_page.count('<img alt="../../') == 1  # the explorer's saved figure
     assert "tag_hide-cell" not in twin_page  # a twin shows its solutions

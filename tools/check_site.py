@@ -2,15 +2,23 @@
 
     .venv-site/bin/python tools/check_site.py [--site build/site] [--screenshots build/screenshots]
         [--lab-python .venv/bin/python] [--notebook notebooks/01_reliability_diagrams_and_ece.ipynb]
-        [--chromium /usr/bin/chromium] [--fast] [--skip-lab] [--skip-pages]
+        [--chromium /usr/bin/chromium] [--widths 390,1366] [--fast] [--skip-lab] [--skip-pages]
 
 Part 1, the site: serves build/site on 127.0.0.1 and opens every page in headless Chromium (Debian's
 `chromium`, driven by Playwright through `executable_path`; Playwright's own browser download is never
-used). A page fails when it does not load (HTTP status other than 200), when an image has no pixels
-(naturalWidth 0) or is not rendered (zero size while visible), when an internal link or anchor does not
-resolve (an existing page and an element with that id), when the page logs a console error or throws,
-or when it requests anything outside the site (the site must work offline). The search page must find
-a word. A screenshot of each page (and of its first figures) goes to build/screenshots/.
+used), once in a phone's viewport (390 px wide) and once in a laptop's (1366 px; --widths changes them).
+At each width a page fails when it does not load (HTTP status other than 200), when an image has no pixels
+(naturalWidth 0) or is not rendered (zero size while visible), when the page logs a console error or
+throws, when it requests anything outside the site (the site must work offline), when a printed output
+is cut off (a `pre` of an output area wider than its box: scrollWidth > clientWidth), when maths on it is
+not typeset by MathJax, or, where the navigation sits beside the article, when its search box is not in
+view on arrival. The front page must show its "Start here" block on the first screen. Once, at the widest
+width, every internal link and anchor must resolve (an existing page and an element with that id). On the
+front page and the first notebook, at each width, the ☰ button must fold and open the navigation and the
+"Contents" button must open the page's table of contents (or that table must be in view already). The
+search page must find a word, with no two results under one title. A screenshot of each page at each
+width (and of the first figures of each page) goes to build/screenshots/, with the navigation open in
+nav-*.png.
 
 Part 2, the explorer: starts JupyterLab from .venv on 127.0.0.1 with a token, on a temporary copy of the
 notebook (the committed file is never touched), runs all cells from the Run menu, finds the cell tagged
@@ -47,8 +55,14 @@ from playwright.sync_api import Error as PlaywrightError  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-VIEWPORT = {"width": 1366, "height": 900}
+# A phone (an iPhone 12 to 15 is 390 × 844 CSS px) and a laptop; a width at or above NARROW_MAX + 1 is a laptop's.
+WIDTHS = (390, 1366)
+NARROW_MAX = 991  # the themes show the navigation beside the article from 992 px on
 SEARCH_WORD = "calibration"
+
+
+def viewport(width: int) -> dict:
+    return {"width": width, "height": 844 if width <= NARROW_MAX else 900}
 
 
 def log(message: str) -> None:
@@ -112,10 +126,52 @@ _PAGE_FACTS = """() => {
   return {ids, links, images, title: document.title};
 }"""
 
+# Printed outputs (stream and plain-text results, in notebook pages): every `pre` of an output area, how many
+# lines it prints, and those wider than their box (cut off: the reader must scroll sideways to see the end).
+_OUTPUT_TEXT = """() => {
+  const out = {blocks: 0, lines: 0, cut: []};
+  for (const pre of document.querySelectorAll('div.cell_output pre')) {
+    if (!pre.checkVisibility()) continue;
+    out.blocks += 1;
+    const lines = pre.textContent.split('\\n').filter(line => line.trim());
+    out.lines += lines.length;
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const longest = lines.reduce((a, b) => (b.length > a.length ? b : a), '');
+      out.cut.push({scroll: pre.scrollWidth, client: pre.clientWidth, line: longest.slice(0, 90)});
+    }
+  }
+  return out;
+}"""
 
-def check_pages(browser, site: Path, base: str, shots: Path) -> list[str]:
-    failures: list[str] = []
-    context = browser.new_context(viewport=VIEWPORT)
+# Whether a selector has an element that a reader sees: rendered, not transparent, inside the viewport, and
+# on top at its centre (not under another box).
+_IN_VIEW = """(selector) => [...document.querySelectorAll(selector)].some(e => {
+  if (!e.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) return false;
+  const r = e.getBoundingClientRect();
+  if (r.width < 1 || r.height < 1 || r.top < 0 || r.left < 0 || r.bottom > innerHeight || r.right > innerWidth)
+    return false;
+  const top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+  return !!top && (e.contains(top) || top.contains(e));
+})"""
+
+# Maths: the elements MyST marks as maths, and the ones MathJax has typeset (after its startup promise).
+_MATHS = """async () => {
+  const maths = document.querySelectorAll('.math').length;
+  if (maths && window.MathJax?.startup?.promise) await window.MathJax.startup.promise;
+  return {maths, typeset: document.querySelectorAll('mjx-container').length,
+          errors: document.querySelectorAll('mjx-merror').length, loaded: !!window.MathJax?.startup};
+}"""
+
+NAV_LINKS = ".bd-docs-nav a.reference"  # the navigation's entries (the site's pages)
+TOC_LINKS = ".bd-toc-nav a, #pst-page-toc-nav a"  # the page's table of contents ("Contents")
+SIDEBAR_SEARCH = ".bd-sidebar-primary .search-button-field"
+
+
+def _site_context(browser, base: str, width: int):
+    """A browser context with the viewport of `width` (a phone's below 992 px) that lets no request leave the
+    site; returns (context, page, errors, external): the lists fill as pages log errors and ask for URLs."""
+    narrow = width <= NARROW_MAX
+    context = browser.new_context(viewport=viewport(width), is_mobile=narrow, has_touch=narrow)
     external: list[str] = []
 
     def route(route_):
@@ -127,10 +183,23 @@ def check_pages(browser, site: Path, base: str, shots: Path) -> list[str]:
             route_.abort()
 
     context.route("**/*", route)
+    # Every page as a reader arriving from outside sees it: the theme restores the sidebar's scroll position
+    # from the previous page (sessionStorage), and with none scrolls it to the page's own entry.
+    context.add_init_script("try { sessionStorage.removeItem('sidebar-scroll-top'); } catch (e) {}")
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"uncaught exception: {e}"))
+    return context, page, errors, external
+
+
+def check_pages(browser, site: Path, base: str, shots: Path, width: int, links: bool) -> list[str]:
+    """Every page at one width; with `links`, every internal link and anchor too, and the search page."""
+    failures: list[str] = []
+    context, page, errors, external = _site_context(browser, base, width)
+    narrow = width <= NARROW_MAX
+    at = f"at {width} px"
+    printed = {"blocks": 0, "lines": 0, "cut": 0}
 
     facts: dict[str, dict] = {}
     for path in pages(site):
@@ -142,40 +211,78 @@ def check_pages(browser, site: Path, base: str, shots: Path) -> list[str]:
             response = page.goto(url, wait_until="load", timeout=60_000)
             page.wait_for_load_state("networkidle", timeout=30_000)
         except PlaywrightError as error:
-            failures.append(f"{rel}: the page did not load: {error.message.splitlines()[0]}")
+            failures.append(f"{rel} {at}: the page did not load: {error.message.splitlines()[0]}")
             continue
         final = page.url.split("#")[0]
         if response is None or response.status != 200:
-            failures.append(f"{rel}: the page did not load (HTTP {response.status if response else 'none'})")
+            failures.append(f"{rel} {at}: the page did not load (HTTP {response.status if response else 'none'})")
             continue
+        # On arrival, before anything scrolls: the sidebar's search box is in view (where the sidebar is shown
+        # beside the article; the theme scrolls the sidebar to the page's entry as it loads).
+        name = rel.replace("/", "__").removesuffix(".html")
+        if not narrow and page.locator(SIDEBAR_SEARCH).count() and not page.evaluate(_IN_VIEW, SIDEBAR_SEARCH):
+            page.screenshot(path=str(shots / f"{name}-{width}-arrival.png"))
+            failures.append(f"{rel} {at}: the sidebar's search box is not in view on arrival "
+                            f"(see {name}-{width}-arrival.png)")
         info = page.evaluate(_PAGE_FACTS)
         # A redirect page (the site's index.html) is checked as the page it lands on.
         landed = final[len(base) + 1:] if final.startswith(base) else final
         facts[rel] = info
         facts.setdefault(landed, info)
-        name = rel.replace("/", "__").removesuffix(".html")
-        # The theme keeps the sidebar's scroll position from page to page: show each page from its top.
+        if rel == "docs/guide.html":  # the front page: what to do first, first
+            start = page.locator(".admonition.course-start")
+            box = start.bounding_box() if start.count() else None
+            if box is None or box["y"] > viewport(width)["height"] - 60:
+                failures.append(f"{rel} {at}: the front page does not show its \"Start here\" block on the "
+                                f"first screen (see {name}-{width}.png)")
+        text = page.evaluate(_OUTPUT_TEXT)
+        printed["blocks"] += text["blocks"]
+        printed["lines"] += text["lines"]
+        printed["cut"] += len(text["cut"])
+        if text["cut"]:
+            first = text["cut"][0]
+            failures.append(f"{rel} {at}: {len(text['cut'])} of {text['blocks']} printed outputs are cut off "
+                            f"(wider than their box, {first['scroll']} px in {first['client']} px), e.g. "
+                            f"{first['line']!r}; see {name}-{width}.png")
+        maths = page.evaluate(_MATHS)
+        if maths["maths"] and (maths["typeset"] < maths["maths"] or maths["errors"]):
+            failures.append(f"{rel} {at}: {maths['maths']} maths elements, {maths['typeset']} typeset by MathJax, "
+                            f"{maths['errors']} with errors (MathJax {'loaded' if maths['loaded'] else 'not loaded'})")
+        # Show each page from its top (the sidebar too: the theme scrolled it to the page's entry).
         page.evaluate("document.querySelector('.bd-sidebar-primary')?.scrollTo(0, 0); window.scrollTo(0, 0)")
-        page.screenshot(path=str(shots / f"{name}.png"))
-        for k, figure in enumerate(page.locator("div.cell_output img").all()[:2]):
-            figure.scroll_into_view_if_needed()
-            figure.locator("xpath=ancestor::div[contains(@class,'cell_output')][1]").screenshot(
-                path=str(shots / f"{name}--figure-{k + 1}.png"))
+        page.screenshot(path=str(shots / f"{name}-{width}.png"))
+        if links:  # the figures once, at the laptop's width
+            for k, figure in enumerate(page.locator("div.cell_output img").all()[:2]):
+                figure.scroll_into_view_if_needed()
+                figure.locator("xpath=ancestor::div[contains(@class,'cell_output')][1]").screenshot(
+                    path=str(shots / f"{name}--figure-{k + 1}.png"))
         if not info["title"].strip():
             failures.append(f"{rel}: the page has no title")
         for img in info["images"]:
             if not img["complete"] or img["natural"] == 0:
-                failures.append(f"{rel}: image {img['src']!r} has no pixels (naturalWidth 0: missing or broken file)")
+                failures.append(f"{rel} {at}: image {img['src']!r} has no pixels "
+                                "(naturalWidth 0: missing or broken file)")
             elif img["visible"] and (img["width"] == 0 or img["height"] == 0):
-                failures.append(f"{rel}: image {img['src']!r} is not rendered "
+                failures.append(f"{rel} {at}: image {img['src']!r} is not rendered "
                                 f"(shown {img['width']}×{img['height']} px)")
         for error in dict.fromkeys(errors):
-            failures.append(f"{rel}: {error}")
+            failures.append(f"{rel} {at}: {error}")
         for url_ in dict.fromkeys(external):
-            failures.append(f"{rel}: requests {url_} from outside the site (it must work offline)")
-        log(f"  {rel}: {len(info['images'])} images, {len(info['links'])} links, {len(errors)} console errors")
+            failures.append(f"{rel} {at}: requests {url_} from outside the site (it must work offline)")
+        log(f"  {rel} {at}: {len(info['images'])} images, {len(info['links'])} links, {text['blocks']} printed "
+            f"outputs ({len(text['cut'])} cut off), {len(errors)} console errors")
+    log(f"  {at}: {printed['blocks']} printed outputs with {printed['lines']} lines, {printed['cut']} cut off")
 
-    # Every internal link: an existing file, and an element with the anchor's id on that page.
+    if links:
+        failures += _check_links(facts, base)
+        failures += _check_search(page, base, shots, errors)
+    context.close()
+    return failures
+
+
+def _check_links(facts: dict[str, dict], base: str) -> list[str]:
+    """Every internal link of the pages opened: an existing file, and an element with the anchor's id."""
+    failures: list[str] = []
     statuses: dict[str, int] = {}
     for rel, info in facts.items():
         for link in info["links"]:
@@ -196,19 +303,110 @@ def check_pages(browser, site: Path, base: str, shots: Path) -> list[str]:
             if fragment and target in facts and urllib.request.unquote(fragment) not in facts[target]["ids"]:
                 failures.append(f"{rel}: link {link['raw']!r} ({link['text']!r}) -> no element "
                                 f"id={fragment!r} on {target}")
+    return failures
 
-    # Search: the theme's search page finds a word of the course.
+
+def _check_search(page, base: str, shots: Path, errors: list[str]) -> list[str]:
+    """The theme's search page finds a word of the course, and no two results have one title (an answer
+    twin is titled "Answers: …", book/course.py)."""
+    failures: list[str] = []
     errors.clear()
     page.goto(f"{base}/search.html?q={SEARCH_WORD}", wait_until="load")
     try:
         page.wait_for_selector("#search-results ul.search li", timeout=30_000)
-        hits = page.locator("#search-results ul.search li").count()
-        log(f"  search for {SEARCH_WORD!r}: {hits} results")
+        page.wait_for_selector("#search-results .search-summary", timeout=60_000)  # the search has finished
+        titles = [t.strip() for t in page.locator("#search-results ul.search li > a").all_inner_texts()]
+        log(f"  search for {SEARCH_WORD!r}: {len(titles)} results")
+        twice = sorted({t for t in titles if titles.count(t) > 1})
+        if twice:
+            failures.append(f"search.html?q={SEARCH_WORD}: {len(twice)} titles are listed more than once, e.g. "
+                            f"{twice[0]!r} (a lesson and its answer twin under one title?)")
     except PlaywrightError:
         failures.append(f"search.html: searching for {SEARCH_WORD!r} found nothing (is searchindex.js built?)")
     page.screenshot(path=str(shots / "search-results.png"))
     for error in dict.fromkeys(errors):
         failures.append(f"search.html?q={SEARCH_WORD}: {error}")
+    return failures
+
+
+def check_navigation(browser, site: Path, base: str, shots: Path, width: int) -> list[str]:
+    """The ☰ and "Contents" buttons, clicked as a reader would, on the front page and the first notebook: ☰
+    opens the navigation where it is folded away (a phone) and folds and reopens it where it is shown (a
+    laptop); "Contents" opens the page's table of contents where that is not already in view. Each state
+    is screenshot as nav-<page>-<width>-<state>.png."""
+    failures: list[str] = []
+    context, page, errors, external = _site_context(browser, base, width)
+    notebooks = sorted((site / "notebooks").glob("*.html"))
+    targets = ["docs/guide.html"] + [f"notebooks/{notebooks[0].name}"] * bool(notebooks)
+    at = f"at {width} px"
+
+    def shot(rel: str, state: str) -> str:
+        name = f"nav-{rel.rsplit('/', 1)[-1].removesuffix('.html')}-{width}-{state}.png"
+        page.screenshot(path=str(shots / name))
+        return name
+
+    def seen(selector: str) -> bool:
+        return page.evaluate(_IN_VIEW, selector)
+
+    def settle() -> None:
+        page.wait_for_timeout(400)  # the sidebar's slide and the dialog's opening
+
+    for rel in targets:
+        errors.clear()
+        page.goto(f"{base}/{rel}", wait_until="networkidle")
+        # ☰: the site's navigation
+        button = page.locator(".primary-toggle:visible")
+        if not button.count():
+            failures.append(f"{rel} {at}: no ☰ button in view (see {shot(rel, 'no-button')})")
+            continue
+        if seen(NAV_LINKS):  # shown beside the article: ☰ folds it away, and a second click opens it again
+            button.first.click()
+            settle()
+            if seen(NAV_LINKS):
+                failures.append(f"{rel} {at}: clicking ☰ did not fold the navigation away "
+                                f"(see {shot(rel, 'folded')})")
+            else:
+                shot(rel, "folded")
+            button.first.click()
+            settle()
+            if not seen(NAV_LINKS):
+                failures.append(f"{rel} {at}: clicking ☰ again did not open the navigation "
+                                f"(see {shot(rel, 'reopened')})")
+            else:
+                shot(rel, "reopened")
+        else:  # folded away (a phone): ☰ opens it over the page, and Escape closes it
+            button.first.click()
+            settle()
+            name = shot(rel, "open")
+            if not seen(NAV_LINKS):
+                failures.append(f"{rel} {at}: clicking ☰ did not open the navigation (see {name})")
+            else:
+                page.keyboard.press("Escape")
+                settle()
+                if seen(NAV_LINKS):
+                    failures.append(f"{rel} {at}: Escape did not close the navigation (see {shot(rel, 'closed')})")
+        # "Contents": the page's own table of contents
+        if page.locator(TOC_LINKS).count():
+            contents = page.locator(".secondary-toggle:visible")
+            if seen(TOC_LINKS):
+                pass  # shown beside the article already
+            elif not contents.count():
+                failures.append(f"{rel} {at}: the page's table of contents is not in view and no \"Contents\" "
+                                f"button is (see {shot(rel, 'no-contents')})")
+            else:
+                contents.first.click()
+                settle()
+                name = shot(rel, "contents")
+                if not seen(TOC_LINKS):
+                    failures.append(f"{rel} {at}: clicking \"Contents\" did not open the page's table of contents "
+                                    f"(see {name})")
+                page.keyboard.press("Escape")
+                settle()
+        for error in dict.fromkeys(errors):
+            failures.append(f"{rel} {at} (navigation): {error}")
+        for url_ in dict.fromkeys(external):
+            failures.append(f"{rel} {at} (navigation): requests {url_} from outside the site")
+        log(f"  navigation of {rel} {at}: checked")
     context.close()
     return failures
 
@@ -476,6 +674,8 @@ def main() -> int:
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--lab-python", type=Path, default=ROOT / ".venv/bin/python")
     parser.add_argument("--notebook", type=Path, default=ROOT / "notebooks/01_reliability_diagrams_and_ece.ipynb")
+    parser.add_argument("--widths", default=",".join(map(str, WIDTHS)),
+                        help="viewport widths in CSS px, comma-separated (default: %(default)s)")
     parser.add_argument("--fast", action="store_true", help="HELPERS_FAST=1 for the notebook's kernel")
     parser.add_argument("--skip-lab", action="store_true", help="check the site only")
     parser.add_argument("--skip-pages", action="store_true", help="check the explorer only")
@@ -495,8 +695,13 @@ def main() -> int:
         if not args.skip_pages:
             started = time.monotonic()
             log(f"part 1: every page of {args.site} in Chromium {browser.version}, headless")
+            widths = sorted({int(w) for w in args.widths.split(",") if w.strip()})
             with serve(args.site.resolve()) as base:
-                failures += check_pages(browser, args.site.resolve(), base, args.screenshots)
+                for width in widths:
+                    log(f" at {width} px wide")
+                    failures += check_pages(browser, args.site.resolve(), base, args.screenshots, width,
+                                            links=width == widths[-1])
+                    failures += check_navigation(browser, args.site.resolve(), base, args.screenshots, width)
             log(f"part 1 done in {time.monotonic() - started:.0f} s")
         if not args.skip_lab:
             started = time.monotonic()
