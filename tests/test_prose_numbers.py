@@ -29,7 +29,7 @@ _CITES = re.compile(r"(?:§|\b(?:[Ss]ections?|[Tt]ables?|[Ff]igures?|[Aa]ppendix
                     r"[Nn]otebooks?|arXiv:?|[Cc]laims?|[Cc]hapters?))\s*$")
 _DROP = [re.compile(r"`[^`]*`"), re.compile(r"\]\([^)]*\)"), re.compile(r"<!--.*?-->", re.S),
          re.compile(r"^#.*$", re.M), re.compile(r"https?://\S+")]
-_TAGS = re.compile(r"<[^>]+>")
+_TAGS = re.compile(r"</?[A-Za-z][^>]*>")
 
 
 def prose_numbers(markdown: str) -> list[str]:
