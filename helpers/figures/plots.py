@@ -260,8 +260,8 @@ def _shade_phases(axes, steps, phases) -> list:
 
 
 def _mark_taught_wrong(ax, steps, taught_wrong) -> list:
-    """A brown strip along the bottom where the stream teaches the mistake family its wrong rule; returns
-    its legend entry (none where no step does)."""
+    """A brown strip along the bottom (below accuracy 0 in `learning_curves`) where the stream teaches the
+    mistake family its wrong rule; returns its legend entry (none where no step does)."""
     steps, taught = np.asarray(steps), np.asarray(taught_wrong, dtype=bool)
     width = np.median(np.diff(steps)) if len(steps) > 1 else 1
     for i in np.flatnonzero(taught):
@@ -298,15 +298,16 @@ def learning_curves(log, windows=None):
     if "accuracy_mistake_family" in log:
         ax_acc.plot(log["step"], log["accuracy_mistake_family"], marker=".", ls="--", color=RANGE_COLORS["family"],
                     label="mistake family")
-    ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(0, 1.06), title="Accuracy on the monitor set")
+    # room below 0 for the wrong-rule strip, so that it covers no point at accuracy 0
+    ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(-0.06, 1.06), title="Accuracy on the monitor set")
     ax_acc.set_yticks(np.linspace(0, 1, 6))
     shades = _shade_phases((ax_loss, ax_acc), log["step"], log["phase"])
-    if "taught wrong" in log:
-        shades += _mark_taught_wrong(ax_acc, log["step"], log["taught wrong"])
+    taught = _mark_taught_wrong(ax_acc, log["step"], log["taught wrong"]) if "taught wrong" in log else []
     if windows:
         _mark_windows(ax_acc, windows, y=1.03)
     ax_loss.legend(handles=shades, fontsize="small", title="data phase", title_fontsize="small")
-    ax_acc.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    handles = ax_acc.get_legend_handles_labels()[0] + taught  # the strip is drawn in this panel only
+    ax_acc.legend(handles=handles, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
