@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.colors import to_rgba
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -24,6 +25,7 @@ CONFIDENCE_COLOR = "#111111"  # the tick at a bin's mean confidence
 # A bin's bootstrap interval is drawn only from this many answers on: resampling a bin of 1 or 3 answers that are
 # all right gives a zero-width interval, which reads as certainty; such a bin shows its count alone.
 MIN_INTERVAL_COUNT = 10
+SMALL_BIN_ALPHA = 0.35  # the bar and strip of a bin with fewer answers than that
 BAND_COLOR = "#222222"
 STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
@@ -119,7 +121,8 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
     over, under = [Patch(**style, lw=0.8, label=f"{kind}: {what}")
                    for (kind, style), what in zip(_gap_styles().items(), ["mean confidence above accuracy",
                                                                         "mean confidence below accuracy"])]
-    count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
+    count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333",
+                   label=f"answers in the bin (faded: under {MIN_INTERVAL_COUNT})")
     interval = Line2D([], [], color=BAND_COLOR, lw=1.2, marker="_", markersize=6,
                       label=f"95% bootstrap interval of accuracy (bins of {MIN_INTERVAL_COUNT}+ answers)")
     # A legend fills its columns one after the other: list column by column.
@@ -154,11 +157,16 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     acc, mean_conf = table["accuracy"].to_numpy(), table["confidence"].to_numpy()
 
     ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
-    ax.bar(left, acc, width=width, align="edge", color=color, edgecolor="white", label="accuracy")
+    # A bin of fewer than MIN_INTERVAL_COUNT answers is drawn faded: its bar says little, however tall.
+    alpha = np.where(table["count"].to_numpy() < MIN_INTERVAL_COUNT, SMALL_BIN_ALPHA, 1.0)
+    ax.bar(left, acc, width=width, align="edge", color=[to_rgba(color, a) for a in alpha], edgecolor="white",
+           label="accuracy")
     strip = width * 0.3
     for (kind, style), mask in zip(_gap_styles().items(), [mean_conf > acc, mean_conf < acc]):
+        fill = [to_rgba(style["facecolor"], a) for a in alpha[mask]]
         ax.bar(left[mask] + (width[mask] - strip[mask]) / 2, np.abs(mean_conf - acc)[mask],
-               bottom=np.minimum(acc, mean_conf)[mask], width=strip[mask], align="edge", lw=0.6, label=kind, **style)
+               bottom=np.minimum(acc, mean_conf)[mask], width=strip[mask], align="edge", lw=0.6, label=kind,
+               color=fill, edgecolor=style["edgecolor"])
     ax.hlines(mean_conf, left + 0.1 * width, left + 0.9 * width, color=CONFIDENCE_COLOR, lw=2,
               label="mean confidence", gid="mean confidence")
     tops = np.maximum(acc, mean_conf)
