@@ -277,9 +277,9 @@ def _mark_taught_wrong(ax, steps, taught_wrong) -> list:
     return [Patch(facecolor=RANGE_COLORS["family"], label="wrong rule taught")] if taught.any() else []
 
 
-def _mark_windows(ax, windows: dict, y: float = 1.02) -> None:
+def _mark_windows(ax, windows: dict, y: float = 1.02, triangles: bool = True) -> None:
     """Triangles at the selected checkpoints' steps, one colour per window, and a dashed line at the cut."""
-    for name, steps in windows.items():
+    for name, steps in windows.items() if triangles else ():
         ax.plot(steps, np.full(len(steps), y), "v", color=WINDOW_COLORS.get(name, "black"), clip_on=False,
                 label=f"{name} checkpoints")
     if {"training", "evaluation"} <= set(windows):
@@ -313,6 +313,7 @@ def learning_curves(log, windows=None):
     taught = _mark_taught_wrong(ax_acc, log["step"], log["taught wrong"]) if "taught wrong" in log else []
     if windows:
         _mark_windows(ax_acc, windows, y=1.03)
+        _mark_windows(ax_loss, windows, triangles=False)
     ax_loss.legend(handles=shades, fontsize="small", title="data phase", title_fontsize="small")
     handles = ax_acc.get_legend_handles_labels()[0] + taught  # the strip is drawn in this panel only
     ax_acc.legend(handles=handles, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -336,7 +337,8 @@ def mixture(frame, windows=None):
         ax.step(frame["step"], frame["taught wrong"], where="post", color=RANGE_COLORS["family"], ls="--",
                 label="mistake family, wrong rule")
     _mark_windows(ax, windows or {}, y=1.03)
-    ax.set(xlabel="step", ylabel="share", ylim=(0, 1), xlim=(0, frame["step"].max() + frame["step"].diff().median()))
+    last = max([frame["step"].max(), *[max(steps) for steps in (windows or {}).values() if len(steps)]])
+    ax.set(xlabel="step", ylabel="share", ylim=(0, 1), xlim=(0, last + 2 * frame["step"].diff().median()))
     ax.set_title("What the model trains on, step by step", pad=16)  # above the checkpoints' triangles
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
@@ -365,12 +367,13 @@ def window_accuracy(accuracy, windows):
     return fig
 
 
-def flip_heatmap(flips, checkpoints):
+def flip_heatmap(flips, checkpoints, n_training: int | None = None):
     """Improvements (above the diagonal) and regressions (below) between every two checkpoints. Used in notebook 00.
 
     `flips` is `contrast.flip_counts(...)`; cell (row i, column j) above the diagonal counts questions
     wrong at i and right at j (i earlier); the mirrored cell below the diagonal counts questions right
-    at i and wrong at j. Returns the Figure.
+    at i and wrong at j. With `n_training` (the first that many checkpoints form the training window), a
+    black line on each axis marks the cut between the windows. Returns the Figure.
     """
     names = list(checkpoints)
     n = len(names)
@@ -385,6 +388,10 @@ def flip_heatmap(flips, checkpoints):
     kw = dict(annot=True, fmt=".0f", annot_kws={"size": 7}, xticklabels=labels, yticklabels=labels, ax=ax, square=True)
     sns.heatmap(gained, cmap="Greens", cbar_kws={"label": "improvements (above)", "shrink": 0.6}, **kw)
     sns.heatmap(lost, cmap="Reds", cbar_kws={"label": "regressions (below)", "shrink": 0.6}, **kw)
+    ax.grid(False)  # no grid lines across the empty diagonal
+    if n_training:
+        ax.axhline(n_training, color="black", lw=2)
+        ax.axvline(n_training, color="black", lw=2)
     ax.set(xlabel="checkpoint (step)", ylabel="checkpoint (step)")
     ax.set_title("Above the diagonal: improvements from row to column\nbelow: regressions from column to row",
                  fontsize="small")
