@@ -109,3 +109,46 @@ def test_the_rules_on_a_hand_written_notebook(tmp_path):
     assert words(by_section["Under the hood"][0]) == 6  # "## Under the hood six seven"
     assert sum(words(s) for s in by_section[""]) == 5  # tags removed: "# Title one two three"
     assert list(by_section) == ["", "1. First", "Under the hood", "Summary"]
+
+
+# Study time (issue 43, item 9): the rule that docs/guide.md states and follows.
+READING_WPM = 120  # words of prose per minute, read closely
+CODE_LINES_PER_MINUTE = 10
+MINUTES_PER_FIGURE = 1
+MINUTES_PER_EXERCISE = 15
+
+
+def exercises(path: Path) -> int:
+    """The numbered items of the notebook's `## Exercises` cell."""
+    source = next(s for kind, s in cells(path) if kind == "markdown" and s.lstrip().startswith("## Exercises"))
+    return len(re.findall(r"^\d+\.\s", source, re.MULTILINE))
+
+
+def study_minutes(path: Path) -> int:
+    """Prose, code and figures read at the rates above, plus the exercises, rounded to 5 minutes."""
+    notebook = json.loads(path.read_text())
+    prose = sum(words(s) for heading, cell in sections(path) for s in cell)
+    code = sum(bool(line.strip()) for kind, s in cells(path) if kind == "code" for line in s.splitlines())
+    figures = sum("image/png" in out.get("data", {}) for c in notebook["cells"] for out in c.get("outputs", []))
+    minutes = (prose / READING_WPM + code / CODE_LINES_PER_MINUTE + figures * MINUTES_PER_FIGURE
+               + exercises(path) * MINUTES_PER_EXERCISE)
+    return int(5 * round(minutes / 5))
+
+
+@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.name[:2])
+def test_the_guide_and_the_notebook_state_the_rules_study_time(path):
+    minutes = study_minutes(path)
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    row = next(line for line in guide.splitlines() if line.startswith("| [") and f"notebooks/{path.name})" in line)
+    stated = [int(m) for m in re.findall(r"about (\d+) min\b", row)]
+    assert stated == [minutes], f"docs/guide.md's table row for {path.name} must say 'about {minutes} min': {row}"
+    block = guide.split(f"](../notebooks/{path.name})", 2)[-1].split("\n### ")[0]
+    assert f"**Study time:** about {minutes} min" in block, f"docs/guide.md's section on {path.name}"
+    notebook = "\n".join(s for kind, s in cells(path) if kind == "markdown")
+    assert f"about {minutes} minutes to study" in notebook, f"{path.name} must say 'about {minutes} minutes to study'"
+
+
+def test_the_guide_states_the_series_total():
+    hours = round(sum(study_minutes(p) for p in LEARNER) / 60)
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    assert f"The whole series takes about {hours} hours of study" in guide, f"docs/guide.md: about {hours} hours"
