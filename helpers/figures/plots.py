@@ -245,25 +245,29 @@ RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "sub
                 "family": "#8c564b"}  # "family": the mistake family (`sums.MISTAKE_FAMILY`)
 
 
-PHASE_SHADES = {"large": 0.15, "mixed": 0.1, "uniform": 0.06}  # grey's alpha per phase; small phases unshaded
+# How each data phase is drawn behind a curve: large operands filled grey, mixed hatched, the uniform stretch
+# dotted, small operands left white; three looks a reader tells apart, where three greys were not.
+PHASE_STYLES = {"large": dict(facecolor=(0.5, 0.5, 0.5, 0.22), edgecolor="none"),
+                "mixed": dict(facecolor="none", edgecolor=(0.5, 0.5, 0.5, 0.45), hatch="///"),
+                "uniform": dict(facecolor="none", edgecolor=(0.5, 0.5, 0.5, 0.45), hatch="..")}
 WINDOW_COLORS = {"training": "#9467bd", "evaluation": "#d62728"}
 
 
 def _shade_phases(axes, steps, phases) -> list:
-    """Shade every stretch of steps where "large" operands dominate (darkest), "mixed" ones do, or the mix is
-    uniform (lightest); returns legend entries for the shades (small-operand phases stay white)."""
+    """Mark every stretch of steps where "large" operands dominate (filled), "mixed" ones do (hatched), or the
+    mix is uniform (dotted); returns legend entries for the marks (small-operand phases stay white)."""
     steps, phases = np.asarray(steps), list(phases)
     width = np.median(np.diff(steps)) if len(steps) > 1 else 1
     start = 0
     for i in range(1, len(phases) + 1):
         if i < len(phases) and phases[i] == phases[start]:
             continue
-        alpha = PHASE_SHADES.get(phases[start], 0.0)
-        if alpha:
+        style = PHASE_STYLES.get(phases[start])
+        if style:
             for ax in axes:
-                ax.axvspan(steps[start] - width, steps[i - 1], color="grey", alpha=alpha, lw=0)
+                ax.axvspan(steps[start] - width, steps[i - 1], lw=0, zorder=0, **style)
         start = i
-    return [Patch(facecolor="grey", alpha=alpha, label=f"{phase} phase") for phase, alpha in PHASE_SHADES.items()
+    return [Patch(label=f"{phase} phase", **style) for phase, style in PHASE_STYLES.items()
             ] + [Patch(facecolor="white", edgecolor="lightgrey", label="small phase")]
 
 
