@@ -142,7 +142,7 @@ def test_the_guide_and_the_notebook_state_the_rules_study_time(path):
     row = next(line for line in guide.splitlines() if line.startswith("| [") and f"notebooks/{path.name})" in line)
     stated = [int(m) for m in re.findall(r"about (\d+) min\b", row)]
     assert stated == [minutes], f"docs/guide.md's table row for {path.name} must say 'about {minutes} min': {row}"
-    block = guide.split(f"](../notebooks/{path.name})", 2)[-1].split("\n### ")[0]
+    block = guide.split(f"\n### {path.name[:2]} · ", 1)[-1].split("\n### ")[0]  # the notebook's section
     assert f"**Study time:** about {minutes} min" in block, f"docs/guide.md's section on {path.name}"
     notebook = "\n".join(s for kind, s in cells(path) if kind == "markdown")
     assert f"about {minutes} minutes to study" in notebook, f"{path.name} must say 'about {minutes} minutes to study'"
