@@ -18,7 +18,7 @@ PIP_ARGS ?=
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint notebooks data world rekey pack lab bench clean book check-site
+.PHONY: help test lint notebooks data world worlds rekey pack lab bench clean book check-site
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -51,11 +51,28 @@ data: $(STAMP)  ## unpack the shipped world (data/world/), then build whatever i
 
 # Two worker processes with the world's two torch threads each (the same numbers as one process); OpenMP
 # threads that sleep while they wait, or four busy threads on two cores slow everything down.
+# WORLD_SEED=k trains an independent world (another training stream, initialization and selection, and
+# everything downstream) into its own cache, data/scratch/seed-k, and checks its committed result files
+# (data/worlds/seed-k/); the default, 0, is the shipped world, also compared file for file with data/world/.
+# HELPERS_LONG_BUILDS=1: a build that retrains the world is refused unless asked for by name, as here.
+WORLD_SEED ?= 0
 world: export OMP_WAIT_POLICY = PASSIVE
-world: $(STAMP)  ## rebuild every artifact from scratch in data/scratch/, then compare it with data/world/
-	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers build --jobs 2
-	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers notebooks --no-save --jobs 2  # builds what `build` left
-	HELPERS_CACHE=data/scratch HELPERS_SHIPPED=0 $(PY) -m helpers verify-rebuild
+world: export HELPERS_LONG_BUILDS = 1
+world: export HELPERS_SHIPPED = 0
+world: $(STAMP)  ## rebuild a world from scratch (WORLD_SEED=k: another one), then compare it with what is shipped
+	$(PY) -m helpers build --world-seed $(WORLD_SEED) --jobs 2
+ifeq ($(WORLD_SEED),0)
+	HELPERS_CACHE=data/scratch $(PY) -m helpers notebooks --no-save --jobs 2  # builds what `build` left
+	HELPERS_CACHE=data/scratch $(PY) -m helpers verify-rebuild  # the shipped entries hold seed 0's results
+else
+	$(PY) -m helpers world-results --world-seed $(WORLD_SEED) --verify
+endif
+
+# The replication worlds beside the shipped one (seed 0): each built into its own cache, then its committed
+# result files checked against it. `python -m helpers world-results --world-seed k` (re)writes them.
+worlds: $(STAMP)  ## build world seeds 1 and 2 and check their committed results (data/worlds/)
+	$(MAKE) world WORLD_SEED=1
+	$(MAKE) world WORLD_SEED=2
 
 # Maintainers, after a code change that invalidates shipped entries (a refactor): `make world`, then this
 # records the current code's key for every shipped entry the rebuild reproduced file for file (index.json
@@ -67,11 +84,13 @@ rekey: $(STAMP)  ## maintainers: after `make world`, re-key the shipped entries 
 # (HELPERS_READ_LOG lists them; `shipped.read_entries` adds what those were built from).
 # Two workers, as in `make world` (the same numbers as one process).
 pack: export OMP_WAIT_POLICY = PASSIVE
+pack: export HELPERS_LONG_BUILDS = 1
 pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write data/world/
 	rm -f data/read.log
 	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers build --jobs 2
 	HELPERS_READ_LOG=$(CURDIR)/data/read.log $(PY) -m helpers notebooks --jobs 2
 	$(PY) -m helpers pack --read-log data/read.log
+	HELPERS_CACHE=data/cache $(PY) -m helpers world-results --world-seed 0  # the shipped world's result files
 	$(PY) -m helpers notebooks --jobs 2  # again: the setup cells print how many shipped entries the new archives hold
 
 # The extras of `lab` and `bench` are installed once (a stamp each), like .venv itself.

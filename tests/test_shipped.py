@@ -113,7 +113,8 @@ def test_use_installs_the_shipped_world_and_says_whether_it_is_in_use(toy, monke
     assert shipped.use() == "shipped world: verified, 2 of 2 shipped entries in use"
     assert artifacts.why_invalid("toy_for_shipping", k=5) is None  # unpacked by use()
     with config.override("world", seed=7):
-        assert "verified, 0 of 2 shipped entries in use (the others: settings changed" in shipped.use()
+        assert ("verified, 0 of 2 shipped entries in use (the others: a setting, the code or the thread count "
+                "changed") in shipped.use()
     index = json.loads((where / "index.json").read_text())
     here = index["versions"]["torch"]
     index["versions"]["torch"] = "0.1"  # as if the world was built with another torch: still used, and said

@@ -7,6 +7,8 @@
 - `twins`: rewrite the learner's notebooks from their twins, without executing anything (`--only GLOB`).
 - `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them;
   `rekey`: after a rebuild that reproduced them, record the current code's key for the shipped entries.
+- `world-results`: write a world's small result files (`helpers.results.worlds`), or `--verify` them.
+- `--world-seed K` (build, notebooks, world-results): another independent world, in its own cache.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from helpers import config
 from helpers.figures import explorers
 from helpers.world import rl
 from helpers.build import twins
-from helpers.results import claims
+from helpers.results import claims, worlds
 from helpers.results.comparison import TABLES, comparison, method_results, sc_differences
 from helpers.confidence import adapters, feature_variance
 from helpers.confidence import self_consistency as sc
@@ -165,7 +167,8 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers")
-    parser.add_argument("command", choices=["build", "notebooks", "twins", "pack", "verify-rebuild", "rekey"])
+    parser.add_argument("command", choices=["build", "notebooks", "twins", "pack", "verify-rebuild", "rekey",
+                                            "world-results"])
     parser.add_argument("--fast", action="store_true", help="small sizes (HELPERS_FAST=1), as in `make test`")
     parser.add_argument("--only", default=None,
                         help="build: the last stage to build; notebooks, twins: a glob of notebook file names")
@@ -174,7 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--read-log", default=None, help="pack: ship only the entries this HELPERS_READ_LOG file lists")
     parser.add_argument("--jobs", type=int, default=1,
                         help="build: worker processes for the independent tasks of a stage; notebooks: notebooks at once")
+    parser.add_argument("--world-seed", type=int, default=None,
+                        help="train and use the world of this seed (its own cache unless HELPERS_CACHE is set)")
+    parser.add_argument("--verify", action="store_true",
+                        help="world-results: compare the committed result files with this cache's")
     args = parser.parse_args(argv)
+    if args.world_seed is not None:
+        worlds.use_seed(args.world_seed)
     if args.fast:
         os.environ["HELPERS_FAST"] = "1"
     if args.scratch:
@@ -196,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "verify-rebuild":
         differences = shipped.compare_rebuild()
         print("\n".join(differences) or "the cache reproduces every shipped file")
+        return 1 if differences else 0
+    elif args.command == "world-results":
+        seed = config.world().seed
+        if not args.verify:
+            print(f"wrote {worlds.write(seed).relative_to(config.REPO_ROOT)}")
+            return 0
+        differences = worlds.verify(seed)
+        print("\n".join(differences) or f"world seed {seed}: the cache reproduces every committed result file")
         return 1 if differences else 0
     elif args.command == "twins":
         for path in twins.write_student_copies(NOTEBOOK_DIR, args.only or "*.ipynb"):

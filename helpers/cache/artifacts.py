@@ -300,12 +300,15 @@ def build(name: str, **params) -> Path:
     """
     art = _artifact(name)
     where = _params_dir(name, params)
+    waited = time.perf_counter()
     with _lock(where):
         forget_here = [p for p in list(_CHECKED) if p.parent == where]
         for p in forget_here:  # another process may have written here while we waited
             _CHECKED.pop(p, None)
         done, _ = _valid_entry(name, params)
         if done is not None:
+            if _TRACES:  # the wait for another process's build is not the waiting builder's own time
+                _TRACES[-1]["nested_seconds"] += time.perf_counter() - waited
             return done
         for stale in where.glob(".tmp-*"):  # left by a killed build (writers of `where` hold the lock)
             shutil.rmtree(stale, ignore_errors=True)
@@ -351,15 +354,62 @@ def build(name: str, **params) -> Path:
 
 
 def folder(name: str, **params) -> Path:
-    """The folder of the valid entry (built first if needed). Inside a build, recorded as an input."""
+    """The folder of the valid entry (built first if needed). Inside a build, recorded as an input.
+
+    A build nobody asked for by name that would retrain the full-size world, or take longer than
+    `LONG_BUILD_SECONDS`, is refused with its plan (`LongBuildRefused`); `HELPERS_LONG_BUILDS=1` allows it."""
     found, reason = _valid_entry(name, params)
     if found is None:
-        print(f"building {name} ({label(params)}): {reason}; {rebuild_plan(name, params)}",
-              file=sys.stderr, flush=True)
+        plan = _plan(name, params)
+        _refuse_if_long(name, params, reason, plan)
+        print(f"building {name} ({label(params)}): {reason}; {plan.text}", file=sys.stderr, flush=True)
         found = build(name, **params)
     _record_dep(name, params, found)
     _log_read(found)
     return found
+
+
+# ---------------------------------------------------------------------------- long builds are asked for by name
+
+LONG_BUILD_SECONDS = 600  # about 10 minutes on two cores: longer builds run only when asked for by name
+LONG_BUILDS = "HELPERS_LONG_BUILDS"  # =1 allows them: `make world`, `make worlds` and `make pack` set it
+WORLD = "world"  # the training run: every other entry of a world is built from it
+
+
+class LongBuildRefused(RuntimeError):
+    """A build that would retrain the world or take more than about 10 minutes, which nobody asked for."""
+
+
+def long_builds_allowed() -> bool:
+    return os.environ.get(LONG_BUILDS, "0").strip() == "1"
+
+
+@dataclass
+class Plan:
+    """What building one entry involves: the entries rebuilt with it (itself first), their own build times
+    summed from the manifests of the entries they replace (None when nothing was ever built to time it by),
+    and the words that say so."""
+
+    rebuilt: list[str]
+    seconds: float | None
+    text: str
+
+
+def _plan(name: str, params: dict) -> Plan:
+    entries = _entries(name, params)
+    old = _read_manifest(entries[0]) if entries else None
+    if old is None:  # never built with these parameters: time it by other entries of the same artifact
+        others = [m for m in map(_read_manifest, sorted((config.cache_dir() / name).glob("*/*/"))) if m]
+        if not others:
+            return Plan([name], None, "no earlier build to time it by")
+        seconds = sorted(float(m.get("own_seconds", 0)) for m in others)[len(others) // 2]
+        return Plan([name], seconds, f"about {_duration(seconds)} on two cores (as other entries of {name} took)"
+                                     f"{_versions_note(others[0])}")
+    seen: dict[str, None] = {}
+    seconds = _rebuild_seconds(old, seen)
+    upstream = f" and {len(seen)} out-of-date upstream entries" if seen else ""
+    return Plan([name, *(key.split("/")[0] for key in seen)], seconds,
+                f"this rebuilds it{upstream}, about {_duration(seconds)} on two cores{_versions_note(old)}")
 
 
 def rebuild_plan(name: str, params: dict) -> str:
@@ -367,29 +417,39 @@ def rebuild_plan(name: str, params: dict) -> str:
     the upstream ones that are out of date too), roughly how long on two cores (the own build times in
     the manifests of the entries they replace, e.g. the shipped ones), and whether this machine's package
     versions differ from the ones those were built with (then its numbers differ from the committed ones)."""
-    entries = _entries(name, params)
-    old = _read_manifest(entries[0]) if entries else None
-    if old is None:  # never built with these parameters: time it by other entries of the same artifact
-        others = [m for m in map(_read_manifest, sorted((config.cache_dir() / name).glob("*/*/"))) if m]
-        if not others:
-            return "no earlier build to time it by"
-        seconds = sorted(float(m.get("own_seconds", 0)) for m in others)[len(others) // 2]
-        return f"about {_duration(seconds)} on two cores (as other entries of {name} took){_versions_note(others[0])}"
-    seen: set[str] = set()
-    seconds = _rebuild_seconds(old, seen)
-    upstream = f" and {len(seen)} out-of-date upstream entries" if seen else ""
-    return f"this rebuilds it{upstream}, about {_duration(seconds)} on two cores{_versions_note(old)}"
+    return _plan(name, params).text
 
 
-def _rebuild_seconds(manifest: dict, seen: set[str]) -> float:
+def _refuse_if_long(name: str, params: dict, reason: str, plan: Plan) -> None:
+    """Raise `LongBuildRefused` with the plan, unless long builds are allowed or this one is short.
+
+    Every build is judged, nested ones too: a build never built with its parameters is timed by other
+    entries of its artifact, so what it loads may turn out long only when it is reached. The full-size world
+    always counts as long (in fast mode, `make test`'s small world trains in about a minute)."""
+    retrains = WORLD in plan.rebuilt and not config.fast_mode()
+    too_long = plan.seconds is not None and plan.seconds > LONG_BUILD_SECONDS
+    if long_builds_allowed() or not (retrains or too_long):
+        return
+    counts = {n: plan.rebuilt.count(n) for n in dict.fromkeys(plan.rebuilt)}
+    what = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in counts.items())
+    took = "the training run and everything built from it" if retrains else f"{len(plan.rebuilt)} entries"
+    raise LongBuildRefused(
+        f"refused: building {name} ({label(params)}) would rebuild {took} ({plan.text}).\n"
+        f"  why: {reason}.\n  what: {what}.\n"
+        f"  This is a long build nobody asked for. To run it, ask for it by name: `make world` (a whole world), "
+        f"or set {LONG_BUILDS}=1 for this process (in a notebook: %env {LONG_BUILDS}=1, then rerun the cell). "
+        f"To use the shipped world instead, undo what changed (the reason above), e.g. unset HELPERS_THREADS.")
+
+
+def _rebuild_seconds(manifest: dict, seen: dict[str, None]) -> float:
     """The own build time of `manifest`'s entry plus that of every upstream entry that must be rebuilt
-    with it (each counted once; `seen` collects them)."""
+    with it (each counted once; `seen` collects them as "name/params", in the order found)."""
     total = float(manifest.get("own_seconds", manifest.get("seconds", 0)) or 0)
     for dep in manifest.get("deps", []):
         key = dep["name"] + "/" + json.dumps(dep["params"], sort_keys=True)
         if key in seen or _valid_entry(dep["name"], dep["params"])[0] is not None:
             continue  # counted already, or reused as it is
-        seen.add(key)
+        seen[key] = None
         upstream = _read_manifest(_params_dir(dep["name"], dep["params"]) / dep["id"])
         if upstream is not None:
             total += _rebuild_seconds(upstream, seen)

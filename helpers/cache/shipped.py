@@ -208,7 +208,8 @@ def use() -> str:
     entries = [e for info in index["archives"].values() for e in info["entries"]]
     usable = sum(artifacts.entry_problem(e) is None for e in entries)
     return (f"shipped world: verified, {usable} of {len(entries)} shipped entries in use"
-            + ("" if usable == len(entries) else " (the others: settings changed since they were built)")
+            + ("" if usable == len(entries) else
+               " (the others: a setting, the code or the thread count changed since they were built)")
             + versions_note(index))
 
 

@@ -25,6 +25,7 @@ def main() -> None:
     parser.add_argument("--n-validation", type=int, default=2000)
     args = parser.parse_args()
     os.environ["HELPERS_FAST"] = "0" if args.full else "1"
+    os.environ["HELPERS_LONG_BUILDS"] = "1"  # it trains adapters (and, in an empty cache, a world) on purpose
     os.environ.setdefault("HELPERS_CACHE", args.cache or tempfile.mkdtemp(prefix="adapter-settings-"))
 
     from helpers import config

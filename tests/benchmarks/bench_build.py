@@ -23,6 +23,7 @@ import time
 from collections import defaultdict
 
 import numpy as np
+import pandas as pd
 import torch
 
 os.environ.setdefault("HELPERS_FAST", "0")
@@ -104,6 +105,29 @@ def training_sample(steps: int) -> dict:
             "s tokenizing": encode_s / steps, "flops": 6 * n_params * tokens / steps / per_step}
 
 
+def adapter_sample(rows: int = 1280) -> dict:
+    """Seconds per optimizer step of a confidence adapter's training (`adapters.fit_adapter`, one epoch of
+    `rows` verification prompts at `config.adapters().batch_size`, on a fresh model) and its FLOP/s by 6·N·T
+    (N the model's parameters, through which every step runs forward and back; T the batch's prompt tokens)."""
+    from helpers.confidence import adapters
+    from helpers.confidence.readout import encode_verification
+
+    tokenizer = build_tokenizer()
+    config.set_seed(0)
+    model = build_model(tokenizer)
+    questions = sums.split("adapter_train").iloc[:rows]
+    rng = np.random.default_rng(0)
+    label = rng.random(rows) < 0.5
+    text = np.where(label, questions["target"], questions["target"] + 1).astype(str)
+    examples = pd.DataFrame({"question": questions["question"].to_numpy(), "text": text, "label": label.astype(int)})
+    tokens = int(encode_verification(tokenizer, examples["question"].tolist(), text.tolist())["attention_mask"].sum())
+    with config.override("adapters", epochs=1):
+        _, log = adapters.fit_adapter(model, tokenizer, examples)
+    n_params = sum(p.numel() for p in build_model(tokenizer).parameters())
+    per_step = log["seconds"] / log["n_batches"]
+    return {"s per step": per_step, "flops": 6 * n_params * tokens / log["seconds"], "steps": log["n_batches"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20, help="timed training steps (after two untimed ones)")
@@ -121,6 +145,10 @@ def main() -> None:
           f"{sample['params']:,} parameters, {sample['tokens per step']:,.0f} tokens per step")
     print(f"achieved {sample['flops'] / 1e9:.0f} GFLOP/s by 6·N·T: {sample['flops'] / peak:.2f} of the plain "
           f"matmul's peak (the figure to raise)")
+    adapter = adapter_sample()
+    print(f"confidence adapter step ({adapter['steps']} steps of batch {config.adapters().batch_size}): "
+          f"{adapter['s per step'] * 1000:.0f} ms, {adapter['flops'] / 1e9:.0f} GFLOP/s by 6·N·T: "
+          f"{adapter['flops'] / peak:.2f} of the plain matmul's peak")
 
 
 if __name__ == "__main__":

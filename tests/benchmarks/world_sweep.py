@@ -117,6 +117,7 @@ def main() -> None:
     parser.add_argument("--endings", default=None, help='name -> phases from --branch-at on, as JSON')
     args = parser.parse_args()
     os.environ["HELPERS_FAST"] = "0" if args.full else "1"
+    os.environ["HELPERS_LONG_BUILDS"] = "1"  # a sweep trains worlds on purpose (helpers.cache.artifacts)
     world = json.loads(args.world) if args.world else None
     if args.branch_at is None:
         rows = [one_run(seed, threads, world, args.cache) for seed in args.seeds for threads in args.threads]
