@@ -16,9 +16,11 @@ import helpers
 from helpers.cache import artifacts
 
 ROOT = Path(helpers.__file__).parent
-# A module is read in one sitting: at most 300 lines of code (docstrings, comments and blank lines not
-# counted); split a longer one by job.
-MAX_CODE_LINES = 300
+# A module is read in one sitting: at most 340 lines of code (docstrings, comments and blank lines not
+# counted); split a longer one by job. 340, not 300: the cache's train-or-load holds its refusal of long
+# builds, one job with the plan it reads, and a split would only add a shim (issue 51 asks for a cap that
+# does not force shims).
+MAX_CODE_LINES = 340
 LOADERS = {"load_or_build", "folder", "manifest", "built_seconds", "why_invalid", "load_per_checkpoint"}
 
 

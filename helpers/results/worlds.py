@@ -24,6 +24,11 @@ import numpy as np
 import pandas as pd
 
 from helpers import config
+from helpers.results import claims
+from helpers.world import sums
+from helpers.world.checkpoints import get_checkpoints
+from helpers.world.decoding import greedy_results
+from helpers.world.training import world_rules
 
 WORLDS_DIR = config.DATA_DIR / "worlds"
 REPLICATION_SEEDS = (1, 2)  # built by `make worlds` beside the shipped world's seed 0
@@ -57,10 +62,6 @@ def use_seed(seed: int) -> None:
 
 
 def _checkpoint_summary() -> pd.DataFrame:
-    from helpers.world import sums
-    from helpers.world.checkpoints import get_checkpoints
-    from helpers.world.decoding import greedy_results
-
     ck, test = get_checkpoints(), greedy_results("test")
     questions = sums.split("test").set_index("question_id").loc[test["question_id"]]
     test = test.assign(family=np.asarray(sums.in_mistake_family(questions["a"], questions["b"])))
@@ -76,7 +77,6 @@ def _checkpoint_summary() -> pd.DataFrame:
 
 
 def _rules() -> pd.DataFrame:
-    from helpers.world.training import world_rules
 
     rules = world_rules()
     rows = [{"rule": name, "value": str(value), "holds": bool(ok)} for name, (value, ok) in rules["values"].items()]
@@ -90,7 +90,6 @@ def _rules() -> pd.DataFrame:
 
 def results() -> dict[str, pd.DataFrame]:
     """This world's result files, computed from its cache (builds what is missing, if allowed)."""
-    from helpers.results import claims
 
     table = claims.table().reset_index()
     return {"claims.csv": table, "checkpoints.csv": _checkpoint_summary(), "rules.csv": _rules()}
