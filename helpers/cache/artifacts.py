@@ -39,6 +39,7 @@ import shutil
 import sys
 import time
 import uuid
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
@@ -430,8 +431,7 @@ def _refuse_if_long(name: str, params: dict, reason: str, plan: Plan) -> None:
     too_long = plan.seconds is not None and plan.seconds > LONG_BUILD_SECONDS
     if long_builds_allowed() or not (retrains or too_long):
         return
-    counts = {n: plan.rebuilt.count(n) for n in dict.fromkeys(plan.rebuilt)}
-    what = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in counts.items())
+    what = ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in Counter(plan.rebuilt).items())
     took = "the training run and everything built from it" if retrains else f"{len(plan.rebuilt)} entries"
     raise LongBuildRefused(
         f"refused: building {name} ({label(params)}) would rebuild {took} ({plan.text}).\n"

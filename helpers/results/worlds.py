@@ -108,6 +108,11 @@ def _sums(texts: dict[str, bytes]) -> str:
     return "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in sorted(texts.items()))
 
 
+def _committed(where: Path) -> dict[str, str]:
+    """{file name: SHA-256} of a world's SHA256SUMS list."""
+    return dict(line.split("  ")[::-1] for line in (where / SUMS).read_text().splitlines())
+
+
 def write(seed: int) -> Path:
     """Write world seed `seed`'s result files and their SHA-256 list (the current process uses that seed)."""
     texts = _texts(results())
@@ -125,7 +130,7 @@ def verify(seed: int) -> list[str]:
     where = folder(seed)
     if not (where / SUMS).exists():
         return [f"no committed results for world seed {seed} in {where}"]
-    committed = dict(line.split("  ")[::-1] for line in (where / SUMS).read_text().splitlines())
+    committed = _committed(where)
     problems = [f"seed {seed}: {name} does not match its SHA-256 in {SUMS}" for name, digest in committed.items()
                 if not (where / name).exists() or hashlib.sha256((where / name).read_bytes()).hexdigest() != digest]
     texts = _texts(results())
@@ -140,7 +145,7 @@ def read(seed: int) -> dict[str, pd.DataFrame]:
     where = folder(seed)
     if not (where / SUMS).exists():
         raise FileNotFoundError(f"no results for world seed {seed}: run `make worlds` (maintainers)")
-    committed = dict(line.split("  ")[::-1] for line in (where / SUMS).read_text().splitlines())
+    committed = _committed(where)
     out = {}
     for name, digest in sorted(committed.items()):
         data = (where / name).read_bytes()
