@@ -120,24 +120,52 @@ def test_determinism_with_a_fixed_seed(pair):
 
 def test_multi_checkpoint_batches_run_through_their_own_weights(pair, monkeypatch):
     examples = _small(A.adapter_examples(pair))
-    hashes = {name: lora.base_weights_hash(load_checkpoint(name)[0]) for name in pair}
+    wte = {name: load_checkpoint(name)[0].transformer.wte.weight.detach().clone() for name in pair}
     seen = []
     original = A._batch_loss
 
-    def recording(model, tokenizer, batch):
-        seen.append((set(batch["checkpoint"]), lora.base_weights_hash(model)))
-        return original(model, tokenizer, batch)
+    def recording(model, tokenizer, weights, encoded, labels, rows):
+        seen.append((set(examples["checkpoint"].iloc[rows]), weights["transformer.wte.weight"]))
+        return original(model, tokenizer, weights, encoded, labels, rows)
 
     monkeypatch.setattr(A, "_batch_loss", recording)
     model, tok = load_checkpoint(pair[0])
+    before = lora.base_weights_hash(model)
     bases = {name: lora.base_state(load_checkpoint(name)[0]) for name in pair}
     trained, log = A.fit_adapter(model, tok, examples, bases=bases, seed=0)
     assert len(seen) == log["n_batches"]
     for names, weights in seen:
         assert len(names) == 1  # one checkpoint per batch ...
-        assert weights == hashes[names.pop()]  # ... through that checkpoint's weights
-    assert {w for _, w in seen} == set(hashes.values())
-    assert lora.base_weights_hash(trained) == hashes[pair[0]]  # its own weights are back at the end
+        assert torch.equal(weights, wte[names.pop()])  # ... through that checkpoint's weights
+    assert lora.base_weights_hash(trained) == before  # the returned model holds its own weights
+
+
+def test_rows_encoded_once_cut_into_the_same_batches(ck):
+    """fit_adapter encodes every row once (encode_rows) and cuts batches out (batch_of): the same tensors as
+    encoding each batch on its own."""
+    _, tok = load_checkpoint(ck.evaluation[-1])
+    questions = ["What is 3+4?", "What is 12+85?", "What is 7+0?", "What is 100+1?"]
+    answers = ["7", "It is 97.", "", "The sum is 101."]
+    enc = A.encode_rows(tok, questions, answers)
+    for rows in ([0], [2, 0], [1, 3], [3, 2, 1, 0]):
+        want = A.encode_verification(tok, [questions[i] for i in rows], [answers[i] for i in rows])
+        got = A.batch_of(enc, np.array(rows))
+        assert all(torch.equal(got[key], want[key]) for key in want)
+
+
+def test_merged_weights_give_peft_s_forward(ck):
+    """Training runs a plain GPT-2 with the LoRA weights merged in (lora.merged_weights): peft's forward."""
+    model, tok = load_checkpoint(ck.evaluation[-1])
+    plain, _ = load_checkpoint(ck.evaluation[-1])
+    wrapped = lora.wrap(model, A.adapter_lora_config())
+    _randomize_lora(wrapped)
+    weights = lora.merged_weights(lora.base_state(wrapped), lora.lora_factors(wrapped))
+    enc = A.encode_rows(tok, ["What is 3+4?", "What is 12+85?"], ["7", "It is 97."])
+    rows = np.arange(2)
+    labels = torch.tensor([1.0, 0.0])
+    got = A._batch_loss(plain, tok, weights, enc, labels, rows)
+    want = torch.nn.functional.binary_cross_entropy_with_logits(A.margin(wrapped, A.batch_of(enc, rows), tok), labels)
+    assert torch.allclose(got, want, atol=1e-5)
 
 
 def test_single_checkpoint_ablation_gets_as_many_examples_as_multi(pair):

@@ -10,7 +10,7 @@ import pytest
 from helpers.cache import artifacts
 from helpers import config
 from helpers.world import lora, sums
-from helpers.world.checkpoints import load_checkpoint
+from helpers.world.checkpoints import get_checkpoints, load_checkpoint
 from helpers.confidence import adapters as A
 from helpers.confidence import baselines as B
 
@@ -63,8 +63,7 @@ def test_gcm_never_loads_an_evaluated_checkpoint(ck, monkeypatch, tmp_path):
     monkeypatch.setattr(model_module, "GPT2LMHeadModel", Recording)
     # The builders themselves, into a scratch folder: the whole path runs, whatever the cache holds.
     artifacts.REGISTRY["gcm"].build(tmp_path, seed=0)
-    for name in ck.evaluation:
-        artifacts.REGISTRY["gcm_results"].build(tmp_path, checkpoint=name, split="test", seed=0)
+    artifacts.REGISTRY["gcm_results"].build(tmp_path, split="test", seed=0)
     frame = B.gcm_results("test")
     assert loaded and all("gcm_verifier" in path.parts for path in loaded)
     assert not {path.name for path in loaded} & set(ck.evaluation)
@@ -74,8 +73,16 @@ def test_gcm_never_loads_an_evaluated_checkpoint(ck, monkeypatch, tmp_path):
 
 def test_gcm_verifier_is_its_own_model_trained_on_training_histories(ck):
     run = B.verifier()
-    assert run["steps"] <= config.gcm().max_steps and 0 <= run["test_accuracy"] <= 1
-    assert run["reached_target"] == (run["accuracy"] >= config.gcm().target_accuracy)
+    g, strongest = config.gcm(), float(B.evaluation_accuracies().max())
+    assert run["steps"] <= g.max_steps and 0 <= run["test_accuracy"] <= 1
+    assert run["reached_target"] == (run["accuracy"] >= strongest + g.stop_margin)
+    # bounded: it stops at its first check at or above the strongest checkpoint, or at the cap
+    log = run["log"]
+    assert log["step"].tolist() == list(range(g.check_every, run["steps"] + 1, g.check_every)) or \
+        run["steps"] == g.max_steps
+    assert (log["accuracy"].iloc[:-1] < strongest + g.stop_margin).all()
+    assert run["rungs"] == B.ladder_rungs(log, run["evaluation_accuracies"])
+    assert run["test_accuracy"] == run["rung_test_accuracy"][g.shipped_rung]
     model, _ = B.load_verifier()
     assert lora.base_weights_hash(model) not in {lora.base_weights_hash(load_checkpoint(c)[0]) for c in ck.all}
     gcm = B.train_gcm()
@@ -90,6 +97,8 @@ def test_gcm_verifier_is_its_own_model_trained_on_training_histories(ck):
     (lambda: B.fit_feature_baseline(train_checkpoints=["nope"]), "unknown checkpoint"),
     (lambda: B.gcm_results("test", ["step-99999"]), "unknown checkpoint"),
     (lambda: B.gcm_results("test", seed=-2), "seed"),
+    (lambda: B.gcm_results("test", rung="middle"), "rung"),
+    (lambda: B.gcm_results("test", [get_checkpoints().training[0]]), "not among them"),
     (lambda: B.question_features(pd.DataFrame()), "empty"),
     (lambda: B.gcm_confidence(pd.DataFrame({"q": [1]})), "question"),
 ])
@@ -111,3 +120,43 @@ def test_feature_baselines_on_checkpoints_that_know_no_sum_warn_and_give_a_const
     monkeypatch.setattr(B, "_labelled", lambda split, names: labelled(split, names).assign(correct=True))
     with pytest.warns(UserWarning, match="answer all of"):
         assert np.array_equal(B.fit_feature_baseline().predict(frame), np.ones(len(frame)))
+
+
+def test_ladder_rungs_follow_the_stated_rule_on_a_log_by_hand():
+    log = pd.DataFrame({"step": [100, 200, 300, 400, 500, 600],
+                        "accuracy": [0.10, 0.60, 0.66, 0.80, 0.90, 0.93]})
+    evaluation = [0.66, 0.70, 0.78, 0.85, 0.92]  # median 0.78
+    # weak: last save at or below 0.66 (300, equal counts); median: nearest 0.78 (400); strong: first >= 0.92
+    assert B.ladder_rungs(log, evaluation) == {"weak": 300, "median": 400, "strong": 600}
+    # a run that hit its cap below the strongest: strong is its last save; none at or below the weakest: the first
+    capped = pd.DataFrame({"step": [100, 200], "accuracy": [0.70, 0.75]})
+    assert B.ladder_rungs(capped, evaluation) == {"weak": 100, "median": 200, "strong": 200}
+    tie = pd.DataFrame({"step": [100, 200], "accuracy": [0.76, 0.80]})  # both 0.02 from the median: the earlier
+    assert B.ladder_rungs(tie, evaluation)["median"] == 100
+    with pytest.raises(ValueError, match="empty"):
+        B.ladder_rungs(log.iloc[:0], evaluation)
+
+
+def test_every_rung_is_a_loadable_save_and_bad_rungs_raise(ck):
+    run = B.verifier()
+    for rung in B.RUNGS:
+        assert B.rung_step(rung) == run["rungs"][rung]
+    assert B.rung_step(None) == run["rungs"][config.gcm().shipped_rung]
+    weak = run["rungs"]["weak"]  # a rung's save, by its step
+    model, _ = B.load_verifier(weak)
+    assert "gcm_verifier" in str(model.name_or_path) and f"step-{weak:05d}" in str(model.name_or_path)
+    for bad in ("middle", 0, True, 1.5):
+        with pytest.raises(ValueError, match="rung"):
+            B.validate_rung(bad)
+    with pytest.raises(ValueError, match="saves of its rungs only"):
+        B.rung_step(weak + 1)
+    kept = sorted(int(p.name.split("-")[1]) for p in (artifacts.folder("gcm_verifier") / "saves").iterdir())
+    assert kept == sorted(set(run["rungs"].values()))  # the other saves are not kept
+    assert B.verifier_correct("test").index.is_unique
+
+
+def test_gcm_confidence_scores_each_distinct_answer_once(ck, monkeypatch):
+    calls = []
+    monkeypatch.setattr(B, "adapter_confidence", lambda m, t, q, a: calls.append(len(q)) or np.arange(len(q)) / 10)
+    answers = pd.DataFrame({"question": ["1+1", "1+1", "2+2", "1+1"], "text": ["2", "3", "4", "2"]})
+    assert B.gcm_confidence(answers).tolist() == [0.0, 0.1, 0.2, 0.0] and calls == [3]

@@ -9,8 +9,8 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 
 from helpers.evaluation import contrast, metrics, stats
 from helpers.evaluation.shared_bootstrap import (
-    contrast_bootstrap_over_pairs, question_weights, stratified, weighted_auc, weighted_brier,
-    weighted_ece,
+    CONTRAST_METRICS, contrast_bootstrap_over_pairs, pair_values, pairs_values, question_weights, stratified,
+    weighted_auc, weighted_brier, weighted_ece,
 )
 
 
@@ -112,6 +112,24 @@ def test_single_pair_interval_matches_the_stratified_multinomial_bootstrap():
     sd_shared, sd_multi = np.nanstd(shared["diffs"]), np.nanstd(multinomial["diffs"])
     assert sd_shared == pytest.approx(sd_multi, rel=0.15)
     assert shared["difference"] == pytest.approx(multinomial["difference"])
+
+
+@pytest.mark.parametrize("n_questions", [12, 800])
+def test_every_pair_at_once_matches_the_pair_by_pair_reference(n_questions):
+    """`pairs_values` (all pairs stacked, no loop over pairs) gives `pair_values` pair by pair (the reference)
+    on the same resample weights: ties, class-balanced metrics, pairs of one kind only, and small pairs whose
+    stratum draws nothing in some replicates (NaN) included."""
+    names, good, _ = world(n=n_questions, n_ckpt=4, seed=1)
+    used = [(j, contrast.contrast_rows(good, i, j)) for i, j in contrast.all_pairs(names)]
+    used.append(("c1", used[0][1][used[0][1]["kind"] == "improvement"]))  # no regressions: NaN for _cb
+    ids = np.unique(np.concatenate([rows["question_id"].to_numpy() for _, rows in used]))
+    w = pd.concat([pd.DataFrame(np.ones((1, ids.size)), columns=ids), question_weights(ids, 300, seed=4)],
+                  ignore_index=True)
+    for metric in CONTRAST_METRICS:
+        reference = np.array([pair_values(metric, rows, j, w) for j, rows in used])
+        fast = pairs_values(metric, used, w)
+        assert np.array_equal(np.isnan(reference), np.isnan(fast)), metric
+        np.testing.assert_allclose(fast, reference, rtol=0, atol=1e-12, err_msg=metric)
 
 
 def test_bad_input():

@@ -31,7 +31,7 @@ from scipy.stats import rankdata
 from helpers.evaluation import metrics, stats
 from helpers.evaluation.contrast import contrast_rows, pooled_normalizer
 from helpers.evaluation.shared_bootstrap import (
-    contrast_bootstrap_over_pairs, over_seeds, pair_values, question_weights, seed_resampled_mean,
+    contrast_bootstrap_over_pairs, over_seeds, pairs_values, question_weights, seed_resampled_mean,
     weighted_auc,
 )
 
@@ -201,7 +201,7 @@ def contrast_minus_full(metric: str, df: pd.DataFrame, checkpoints, pairs, min_s
     cols = np.searchsorted(ids, full["question_id"].to_numpy())
     full_auc = weighted_auc(full["confidence"].to_numpy(float), full["correct"].to_numpy(float),
                             w.to_numpy()[:, cols])
-    contrast_value = np.mean([pair_values(metric, rows, j, w) for j, rows in used], axis=0)
+    contrast_value = np.mean(pairs_values(metric, used, w), axis=0)
     diffs = contrast_value - full_auc
     return {"metric": metric, "value_a": float(contrast_value[0]), "value_b": float(full_auc[0]),
             "difference": float(diffs[0]), "diffs": diffs[1:]}
@@ -262,10 +262,12 @@ def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.S
         raise ValueError(f"verifier_correct lacks {missing.size} contrast questions (e.g. {missing[0]}); "
                          "score the split")
     w = _with_data_row(ids, n, seed)
+    # (seeds, pairs, 1 + replicates) contrast AUCs per method, every pair at once
+    per_seed = {k: np.array([pairs_values("auc", [(j, rows[k][s]) for _, j, rows in used], w)
+                             for s in range(len(used[0][2][k]))]) for k in ("oracle", "gcm")}
     heads, shares, table = [], [], []
-    for ckpt_i, ckpt_j, rows in used:
-        auc = {k: _mean_over_seeds(np.array([pair_values("auc", r, ckpt_j, w) for r in v]), seed)
-               for k, v in rows.items()}
+    for p, (ckpt_i, ckpt_j, rows) in enumerate(used):
+        auc = {k: _mean_over_seeds(v[:, p], seed) for k, v in per_seed.items()}
         q = rows["oracle"][0].drop_duplicates("question_id")["question_id"].to_numpy()
         share = (w[q].to_numpy() * known.loc[q].to_numpy()).sum(axis=1) / w[q].to_numpy().sum(axis=1)
         heads.append(auc["oracle"] - auc["gcm"])
