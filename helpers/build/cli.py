@@ -17,7 +17,6 @@ import copy
 import importlib
 import multiprocessing
 import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -56,7 +55,8 @@ def stages() -> dict:
             "self-consistency adapter_train": lambda: sc.sc_results("adapter_train"),
             "sampled self-consistency": lambda: sc.sampled_sc_results("test"),
             "rephrasings": sc.rephrasing_results,
-            **{f"verbalized seed {seed}": (lambda seed=seed: verbalized.build_seed(seed)) for seed in config.adapters().seeds},
+            **{f"verbalized seed {seed}": (lambda seed=seed: verbalized.build_seed(seed))
+               for seed in config.adapters().seeds},
             "verbalized rephrasings": verbalized.verbalized_rephrasings,
         },
         # Every method of the results tables of notebooks 05 and 06 (training every adapter and baseline they use),
@@ -64,7 +64,8 @@ def stages() -> dict:
         # adapters' features that its B.7 analysis reads.
         "adapters and baselines": {**{f"method {name}": (lambda name=name: method_results(name)) for name in methods},
                                    **adapters.notebook06_results(),
-                                   **{f"feature variance {source}": (lambda source=source: feature_variance.feature_variance(source))
+                                   **{f"feature variance {source}":
+                                      (lambda source=source: feature_variance.feature_variance(source))
                                       for source in feature_variance.SOURCES}},
         # The results tables, and every row of the findings table (`helpers.results.claims`), one task each.
         "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scratch", action="store_true", help="do not unpack the shipped world (HELPERS_SHIPPED=0)")
     parser.add_argument("--read-log", default=None, help="pack: ship only the entries this HELPERS_READ_LOG file lists")
     parser.add_argument("--jobs", type=int, default=1,
-                        help="build: worker processes for the independent tasks of a stage; notebooks: notebooks at once")
+                        help="build: worker processes for a stage's independent tasks; notebooks: notebooks at once")
     parser.add_argument("--world-seed", type=int, default=None,
                         help="train and use the world of this seed (its own cache unless HELPERS_CACHE is set)")
     parser.add_argument("--verify", action="store_true",
