@@ -57,10 +57,8 @@ _pin_cpu_kernels()
 # uses plain text progress bars on purpose, so that committed notebooks carry no widget state.
 warnings.filterwarnings("ignore", message="IProgress not found")
 
-LAYERS = ["config", "cache", "evaluation", "world", "confidence", "results", "figures", "build"]
+LAYERS = ["config", "cache", "evaluation", "world", "confidence", "pipeline", "figures", "build"]
 
-# Every module that registers a builder (`@artifacts.register`), so that any artifact can be built by name.
-from helpers.confidence import adapters, baselines, feature_variance  # noqa: E402,F401
-from helpers.confidence import p_true, self_consistency, verbalized  # noqa: E402,F401
-from helpers.results import claims, comparison  # noqa: E402,F401
-from helpers.world import decoding, rl, training  # noqa: E402,F401
+# The pipeline imports every module that registers a builder (`@artifacts.register`), so that any artifact can be
+# built by name.
+from helpers import pipeline  # noqa: E402,F401

@@ -28,15 +28,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def world():
     """The fast-mode training run (built once, then cached in data/cache/fast)."""
-    from helpers.world import training
-
-    return training.world()
+    from helpers.pipeline.checkpoints import training_run  # local: tests/conftest.py must not import helpers early
+    return training_run()
 
 
 @pytest.fixture(scope="session")
 def checkpoint(world):
     """(name, model, tokenizer) of the last selected fast-mode checkpoint."""
-    from helpers.world.checkpoints import load_checkpoint
+    from helpers.pipeline.checkpoints import load_checkpoint
 
     name = world["selected"][-1]
     model, tok = load_checkpoint(name)
@@ -62,6 +61,6 @@ def _threads():
 @pytest.fixture(scope="session")
 def ck(world):
     """The fast-mode checkpoints (training and evaluation)."""
-    from helpers.world.checkpoints import get_checkpoints
+    from helpers.pipeline.checkpoints import get_checkpoints
 
     return get_checkpoints()

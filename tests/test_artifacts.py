@@ -263,7 +263,7 @@ def test_a_second_builder_under_a_registered_name_is_refused():
     def verbalized_frames(folder):  # another function than the one registered as "gcm_test"
         return None
 
-    with pytest.raises(ValueError, match="'gcm_test' is already built by helpers.results.claims._build_gcm_test"):
+    with pytest.raises(ValueError, match="'gcm_test' is already built by helpers.pipeline.claims._build_gcm_test"):
         artifacts.register("gcm_test")(verbalized_frames)
     assert artifacts.REGISTRY["gcm_test"].build.__qualname__ == "_build_gcm_test"
 

@@ -9,6 +9,7 @@ import pytest
 from helpers.cache import artifacts
 from helpers import config
 from helpers.build.cli import build_all
+from helpers import pipeline
 
 # Built by `python -m helpers build`; other registered names (tests' toys) are skipped.
 BUILT = ["world", "selection", "greedy", "post_training", "beams", "samples", "rephrasings", "verbalized_targets",
@@ -108,14 +109,13 @@ def test_the_readme_examples(entries):
 
 @pytest.mark.slow
 def test_fewer_beams_really_rebuild_with_new_numbers(entries):
-    from helpers.world.checkpoints import get_checkpoints
-    from helpers.results.comparison import TABLES
-    from helpers.confidence import self_consistency as sc
+    from helpers.pipeline.checkpoints import get_checkpoints
+    from helpers.pipeline.comparison import TABLES
 
     name = get_checkpoints().evaluation[0]
-    ten = sc.beam_results("test", [name])
+    ten = pipeline.decoded.beam_results("test", [name])
     with config.override("self_consistency", num_beams=3):
-        three = sc.beam_results("test", [name])
+        three = pipeline.decoded.beam_results("test", [name])
         reason = artifacts.why_invalid("comparison", methods="|".join(TABLES["05"]), reference="oracle adapter")
         assert reason is not None and reason != "not built yet"  # notebook 05's table shows SC: out of date
     assert three.groupby("question_id").size().eq(3).all()

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
 from helpers.evaluation import contrast, findings
-from helpers.evaluation.shared_bootstrap import pair_values, question_weights
-from test_shared_bootstrap import world
+from helpers.evaluation.shared_bootstrap import question_weights
+from test_shared_bootstrap import pair_values, world
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,4 +1,4 @@
-"""Tests for helpers.results.comparison.marked: the † markers of the method-comparison tables (notebooks 05, 06),
+"""Tests for helpers.pipeline.comparison.marked: the † markers of the method-comparison tables (notebooks 05, 06),
 on hand-built tables and on tables whose markers come from hand-worked paired bootstraps.
 
 Nothing here needs the trained world or the artifact cache.
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from helpers.evaluation import stats
-from helpers.results.comparison import marked
+from helpers.pipeline.comparison import marked
 
 FULL_LABELS = ["AUC", "Brier", "ECE", "SmoothECE"]
 CONTRAST_LABELS = ["AUC", "Brier", "ECE", "Δ", "AUC class-balanced", "Brier class-balanced", "Δ class-balanced"]

@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from helpers.world import lora
-from helpers.world.checkpoints import load_checkpoint
+from helpers.pipeline.checkpoints import load_checkpoint
 from helpers.confidence import adapters as A
 from helpers.confidence import feature_variance as F
+from helpers import pipeline
+from helpers.confidence import readout
 
 
 def test_last_layer_features_give_the_read_out(ck):
@@ -27,10 +29,11 @@ def test_last_layer_features_give_the_read_out(ck):
     questions, answers = ["What is 3+4?", "What is 12+85?", "What is 7+0?"], ["7", "It is 97.", ""]
     features = F.readout_features(model, tok, questions, answers, batch_size=2)
     assert features.shape == (model.config.n_layer, 3, model.config.n_embd)
-    y, n = A.yes_no_ids(tok)
+    y, n = readout.yes_no_ids(tok)
     head = model.get_base_model().lm_head.weight.detach().double().numpy()
     margin = features[-1] @ (head[y] - head[n])
-    assert 1 / (1 + np.exp(-margin)) == pytest.approx(A.adapter_confidence(model, tok, questions, answers), abs=1e-5)
+    read = readout.adapter_confidence(model, tok, questions, answers)
+    assert 1 / (1 + np.exp(-margin)) == pytest.approx(read, abs=1e-5)
 
 
 def test_seed_variance_by_hand():
@@ -73,4 +76,4 @@ def test_per_question_correlations_follow_the_given_order():
 
 def test_feature_variance_rejects_unknown_sources():
     with pytest.raises(ValueError, match="unknown source"):
-        F.feature_variance("everything")
+        pipeline.feature_variance.feature_variance("everything")

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.results import claims, comparison
+from helpers.pipeline import claims
+
+from helpers.pipeline import comparison
 from helpers.evaluation import contrast, findings, metrics
 from test_shared_bootstrap import world
 

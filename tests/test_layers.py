@@ -87,6 +87,31 @@ def _loads_by_name(module: str) -> list[tuple[str, int]]:
     return out
 
 
+# The layers whose modules are methods: functions of frames, arrays and models. They never read or write the
+# cache; every builder, and every function that loads a cached entry, is in the pipeline layer above them.
+METHOD_LAYERS = ("evaluation", "world", "confidence")
+
+
+def _method_modules() -> list[str]:
+    return [m for m in sorted(MODULES) if m.split(".")[0] in METHOD_LAYERS]
+
+
+@pytest.mark.parametrize("module", _method_modules())
+def test_method_modules_never_touch_the_cache(module):
+    cached = [(t, line) for t, line, _ in _imports(module) if t.split(".")[0] == "cache"]
+    assert not cached, f"{module} is a method module but imports the cache: {cached}; move that code to pipeline/"
+    named = _loads_by_name(module)
+    assert not named, f"{module} loads cached entries by name: {named}; move that code to pipeline/"
+
+
+def test_every_builder_lives_in_the_pipeline_layer():
+    elsewhere = {name: art.build.__module__ for name, art in artifacts.REGISTRY.items()
+                 if art.build.__module__.startswith("helpers.")
+                 and not art.build.__module__.startswith("helpers.pipeline.")}
+    assert not elsewhere, f"builders outside helpers/pipeline/: {elsewhere}"
+    assert len(artifacts.REGISTRY) >= 28
+
+
 def test_the_layers_are_the_folders():
     folders = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith("__"))
     assert sorted(helpers.LAYERS) == sorted(folders + ["config"])
@@ -171,11 +196,11 @@ def test_modules_are_small(module):
 
 def test_the_checkers_can_fail():
     """A made-up upward import, name load and long module are each caught."""
-    assert _layer("config") < _layer("world.training") < _layer("results.comparison")
+    assert _layer("config") < _layer("world.training") < _layer("pipeline.comparison")
     relative = ast.parse("from ..world.checkpoints import get_checkpoints").body[0]
     assert _resolve("confidence.adapters", ROOT / "confidence" / "adapters.py", relative) == ["world.checkpoints"]
     sibling = ast.parse("from . import adapters").body[0]
     assert _resolve("confidence.baselines", ROOT / "confidence" / "baselines.py", sibling) == ["confidence.adapters"]
     assert code_lines('"""doc\nmore"""\n# note\n\nx = 1\ny = (2,\n     3)\n') == 3
-    assert artifacts.REGISTRY["comparison"].build.__module__ == "helpers.results.comparison"
+    assert artifacts.REGISTRY["comparison"].build.__module__ == "helpers.pipeline.comparison"
     assert _layer("world.checkpoints") < _layer(artifacts.REGISTRY["comparison"].build.__module__)

@@ -121,7 +121,7 @@ def test_empty_and_malformed_question_lists_raise(checkpoint):
 
 
 def test_unknown_checkpoint_lists_the_available_names(world):
-    from helpers.world.checkpoints import load_checkpoint
+    from helpers.pipeline.checkpoints import load_checkpoint
 
     with pytest.raises(ValueError, match=world["selected"][0]):
         load_checkpoint("step-99999")
@@ -129,7 +129,7 @@ def test_unknown_checkpoint_lists_the_available_names(world):
 
 def test_training_log_and_selection(world):
     from helpers import config
-    from helpers.world.checkpoints import get_checkpoints
+    from helpers.pipeline.checkpoints import get_checkpoints
 
     log, s = world["log"], config.world()
     assert len(log) == s.train_steps // s.save_every
@@ -144,7 +144,7 @@ def test_training_log_and_selection(world):
 
 def test_real_checkpoint_path_with_revisions(tmp_path):
     """`load_checkpoint` also loads any saved model, with a revision picking an intermediate checkpoint."""
-    from helpers.world.checkpoints import load_checkpoint
+    from helpers.pipeline.checkpoints import load_checkpoint
 
     tok = M.build_tokenizer()
     saved = {}
@@ -185,7 +185,9 @@ def test_learning_rate_warms_up_holds_then_anneals():
 def test_selection_spreads_picks_along_knowledge_change():
     import pandas as pd
 
-    from helpers.world.training import monitor_flips, select_checkpoints
+    from helpers.world.selection import monitor_flips
+
+    from helpers.world.selection import select_checkpoints
 
     log = pd.DataFrame({"step": [100 * k for k in range(1, 11)],
                         "accuracy": [0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.9, 0.9, 0.9, 0.9]})
@@ -212,7 +214,7 @@ def test_selection_spreads_picks_along_knowledge_change():
 def test_window_picks_cut_the_run_in_two_windows():
     import pandas as pd
 
-    from helpers.world.training import window_picks
+    from helpers.world.selection import window_picks
 
     log = pd.DataFrame({"step": np.arange(100, 1300, 100), "accuracy": np.linspace(0.0, 0.9, 12)})
     correct = np.random.default_rng(0).random((12, 300)) < 0.5  # every save forgets and learns plenty
@@ -240,7 +242,7 @@ def test_window_picks_cut_the_run_in_two_windows():
 def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
     from itertools import combinations
 
-    from helpers.world.training import evaluation_picks
+    from helpers.world.selection import evaluation_picks
 
     rng = np.random.default_rng(1)
     correct = rng.random((9, 40)) < np.linspace(0.3, 0.9, 9)[:, None]
@@ -279,7 +281,7 @@ def test_evaluation_picks_maximize_the_fewest_regressions_between_neighbours():
 def test_evaluation_picks_move_the_most_kinds_both_ways():
     from itertools import combinations
 
-    from helpers.world.training import evaluation_picks
+    from helpers.world.selection import evaluation_picks
 
     for seed in range(4):
         rng = np.random.default_rng(seed)
@@ -306,7 +308,7 @@ def test_evaluation_picks_move_the_most_kinds_both_ways():
 
 
 def test_evaluation_picks_take_one_threshold_per_kind_and_a_fixed_first_pick():
-    from helpers.world.training import evaluation_picks
+    from helpers.world.selection import evaluation_picks
 
     hand = np.array([[1, 1, 1, 0], [0, 1, 1, 1], [1, 0, 1, 1], [1, 1, 0, 1]], dtype=bool)
     kinds = [[0.2, 0.3, 0.7, 0.3], [0.2, 0.3, 0.7, 0.3]]  # the same kind twice: rises 0.4, falls 0.4
@@ -325,7 +327,7 @@ def test_world_rules_mark_what_the_experiments_rely_on(world):
     """Every window and kind of question is reported; only subtraction in the training window is not needed
     (no confidence method trains on subtraction answers), and "both ways" is the rise and fall rule."""
     from helpers import config
-    from helpers.world.training import world_rules
+    from helpers.pipeline.world_rules import world_rules
 
     table = world_rules()["windows"]
     assert list(table.index.get_level_values("window").unique()) == ["training", "evaluation"]

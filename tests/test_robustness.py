@@ -16,6 +16,7 @@ from helpers.cache import artifacts
 from helpers import config
 from helpers.world import decoding, sums, training
 from helpers.world.model import load_pretrained
+from helpers import pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,7 +47,7 @@ def test_sigkill_during_build_then_rerun(world, tmp_path, monkeypatch):
         assert artifacts.why_invalid(folder.parent.parent.name, **params) is None
     subprocess.run(cmd, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     artifacts.forget()
-    for name in training.get_checkpoints().all:
+    for name in pipeline.checkpoints.get_checkpoints().all:
         for split in ("hundred", "test", "adapter_train", "transfer_test"):
             assert artifacts.why_invalid("greedy", checkpoint=name, split=split) is None
     assert not list((cache / "fast").glob("greedy/*/.tmp-*"))  # the rerun cleaned up

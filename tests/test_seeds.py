@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from helpers.evaluation import contrast, findings, metrics, shared_bootstrap
+from helpers import pipeline
 from test_shared_bootstrap import world
 
 
@@ -137,32 +138,29 @@ def test_class_balanced_and_fitted_normalization_claims():
 @pytest.mark.slow
 def test_seeded_adapter_results_stack_one_frame_per_seed():
     from helpers import config
-    from helpers.world import training
-    from helpers.confidence import adapters
 
-    ck = training.get_checkpoints()
+    ck = pipeline.checkpoints.get_checkpoints()
     name = ck.evaluation[-1]
-    stacked = adapters.seeded_results("test", [name], source="oracle")
+    stacked = pipeline.adapters.seeded_results("test", [name], source="oracle")
     seeds = list(config.adapters().seeds)
     assert len(seeds) >= 2 and sorted(stacked["seed"].unique()) == seeds
-    first = adapters.adapter_results("test", [name], source="oracle", seed=seeds[0])
+    first = pipeline.adapters.adapter_results("test", [name], source="oracle", seed=seeds[0])
     pd.testing.assert_frame_equal(metrics.seed_frames(stacked)[0].reset_index(drop=True), first)
     assert not np.allclose(*[part["confidence"].to_numpy() for part in metrics.seed_frames(stacked)[:2]])
 
 
 def test_verbalized_seeds_keep_the_settings_seed_as_the_default_entry():
     from helpers import config
-    from helpers.confidence import verbalized
 
     own = config.verbalized().seed
-    assert verbalized._seed_params(None) == {} and verbalized._seed_params(own) == {}
-    assert verbalized._seed_params(own + 1) == {"seed": own + 1}
+    assert pipeline.verbalized._seed_params(None) == {} and pipeline.verbalized._seed_params(own) == {}
+    assert pipeline.verbalized._seed_params(own + 1) == {"seed": own + 1}
     with pytest.raises(ValueError, match="non-negative integer"):
-        verbalized._seed_params(-1)
+        pipeline.verbalized._seed_params(-1)
 
 
 def test_cached_findings_name_unknown_methods():
-    from helpers.results import claims
+    from helpers.pipeline import claims
 
     claim = findings.Claim("x beats y", "contrast set AUC", "oracle adapter", "no such method", "higher")
     with pytest.raises(ValueError, match="no such method"):

@@ -38,8 +38,9 @@ def test_group_masses_sum_to_one_and_pick_the_heaviest():
 
 
 def test_ties_are_broken_by_the_best_candidate():
-    assert sc.group_answers([5, 6, 6, 5], [0.3, 0.2, 0.1, 0.0])[0] == 5  # 5: 0.3, 6: 0.3; 5 came first
-    assert sc.group_answers([6, 5, 5, 6], [0.3, 0.2, 0.1, 0.0])[0] == 6
+    # weights that sum exactly in floating point: 5: 0.25, 6: 0.125 + 0.125 = 0.25; 5 came first
+    assert sc.group_answers([5, 6, 6, 5], [0.25, 0.125, 0.125, 0.0])[0] == 5
+    assert sc.group_answers([6, 5, 5, 6], [0.25, 0.125, 0.125, 0.0])[0] == 6
     assert sc.group_answers([7, 8], [1, 1])[0] == 7
 
 
@@ -47,6 +48,19 @@ def test_unparsable_beams_never_win():
     assert sc.group_answers([None, None, None], [0.5, 0.3, 0.2])[:2] == (None, 0.0)
     answer, conf, _ = sc.group_answers([None, 12], [0.9, 0.1])
     assert answer == 12 and conf == pytest.approx(0.1)
+
+
+def _reference(answers, weights):
+    """The rule written out by hand for one question, independently of the helpers: (answer, confidence)."""
+    total, masses, first = sum(weights), {}, {}
+    for rank, (a, w) in enumerate(zip(answers, weights)):
+        if a is not None:
+            masses[a] = masses.get(a, 0.0) + w / total
+            first.setdefault(a, rank)
+    if not masses:
+        return None, 0.0
+    best = min(masses, key=lambda a: (-masses[a], first[a]))
+    return best, masses[best]
 
 
 def test_vectorized_sc_equals_the_per_question_rule():
@@ -62,9 +76,10 @@ def test_vectorized_sc_equals_the_per_question_rule():
     questions = pd.DataFrame({"question_id": range(200), "target": rng.integers(1, 4, 200)})
     fast = sc.self_consistency(cands, questions).set_index("question_id")
     for qid, group in cands.groupby("question_id"):
-        answer, conf, masses = sc.group_answers(list(group["answer"].astype(object).where(group["ended"], None)),
-                                                np.exp(group["logprob"]))
+        stated = list(group["answer"].astype(object).where(group["ended"], None))
+        answer, conf = _reference(stated, list(np.exp(group["logprob"])))
         assert fast.loc[qid, "answer"] == answer and fast.loc[qid, "confidence"] == pytest.approx(conf)
+        assert sc.group_answers(stated, np.exp(group["logprob"]))[:2] == (answer, pytest.approx(conf))
         assert fast.loc[qid, "correct"] == (answer == questions.loc[qid, "target"])
     counted = sc.self_consistency(cands, questions, weight="count")
     assert set(np.round(counted["confidence"] * 10, 9)) <= set(range(11))  # shares of 10 samples
@@ -188,3 +203,16 @@ def test_temperature_recovers_a_known_temperature():
     correct = rng.random(z.size) < true_p
     reported = 1 / (1 + np.exp(-2.0 * z))  # a model that doubles its logits: T = 2 undoes it
     assert posthoc.fit_temperature(reported, correct).temperature == pytest.approx(2.0, rel=0.05)
+
+
+def test_surrogate_confidence_is_the_scorers_mass_on_the_stated_answer():
+    """One checkpoint's beams judge another's answers: the mass of the scorer's group stating that answer."""
+    beams = pd.DataFrame({"question_id": [1, 1, 1, 2, 2], "answer": pd.array([7, 8, 7, 3, None], dtype="Int64"),
+                          "ended": [True, True, False, True, True],
+                          "logprob": np.log([0.5, 0.25, 0.125, 0.5, 0.5])})
+    answers = pd.DataFrame({"checkpoint": "b", "question_id": [1, 1, 2, 2],
+                            "answer": pd.array([7, 9, 3, None], dtype="Int64"), "correct": True, "confidence": 0.0})
+    judged = sc.surrogate_confidence(beams, answers)
+    # question 1: 7 has 0.5 (its second beam never ended) of 0.875; 9 is stated by no beam; question 2: 3 has half
+    assert judged["confidence"].tolist() == pytest.approx([0.5 / 0.875, 0.0, 0.5, 0.0])
+    assert judged.drop(columns="confidence").equals(answers.drop(columns="confidence"))

@@ -9,9 +9,42 @@ from sklearn.metrics import brier_score_loss, roc_auc_score
 
 from helpers.evaluation import contrast, metrics, stats
 from helpers.evaluation.shared_bootstrap import (
-    CONTRAST_METRICS, contrast_bootstrap_over_pairs, pair_values, pairs_values, question_weights, stratified,
+    CONTRAST_METRICS, contrast_bootstrap_over_pairs, pairs_values, question_weights, stratified,
     weighted_auc, weighted_brier, weighted_ece,
 )
+
+
+def pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n_bins: int = 15) -> np.ndarray:
+    """The metric of one pair's contrast rows under every replicate's question weights (NaN for no rows: a
+    class-balanced metric of a pair without regressions, or without improvements, is undefined). One pair at a
+    time, written out: the independent reference that `shared_bootstrap.pairs_values` (every pair at once, the
+    one the bootstraps use) is checked against."""
+    if rows.empty:
+        return np.full(len(w), np.nan)
+    first = rows.drop_duplicates("question_id")  # one row per question: its id and its kind in this pair
+    per_question = stratified(w[first["question_id"]].to_numpy(), first["kind"].to_numpy())
+    index = {q: k for k, q in enumerate(first["question_id"])}
+    cols = rows["question_id"].map(index).to_numpy()
+    conf, correct = rows["confidence"].to_numpy(float), rows["correct"].to_numpy(float)
+    if metric.endswith("_cb"):  # class-balanced: the mean of the metric on improvements and on regressions
+        kinds = rows["kind"].to_numpy()
+        return np.mean([pair_values(metric[:-3], rows[kinds == k], ckpt_j, w, n_bins)
+                        for k in ("improvement", "regression")],
+                       axis=0)
+    if metric == "auc":
+        return weighted_auc(conf, correct, per_question[:, cols])
+    if metric == "brier":
+        return weighted_brier(conf, correct, per_question[:, cols])
+    if metric == "ece":
+        later = (rows["checkpoint"] == ckpt_j).to_numpy()
+        return weighted_ece(conf[later], correct[later], per_question[:, cols[later]], n_bins)
+    # delta: per question, the correct member's q minus the wrong member's
+    sign = np.where(correct == 1, 1.0, -1.0)
+    delta = np.zeros(len(index))
+    np.add.at(delta, cols, sign * conf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (per_question * delta).sum(axis=1) / per_question.sum(axis=1)
+
 
 
 def results(names, ids, correct, conf):

@@ -148,13 +148,13 @@ def test_verification_conversations_say_yes_exactly_when_the_shown_answer_is_rig
     checks = [turns for turns in batch if len(turns) == 4]
     share = len(checks) / len(batch)
     assert abs(share - config.world().verification_share) < 0.02
-    for question, shown, verify, verdict in checks:
+    for question, shown, verify, reply in checks:
         family = "sub" if ("-" in question or "minus" in question or "Subtract" in question) else "sum"
         numbers = [int(x) for x in re.findall(r"\d+", question)]
         a, b = (numbers[1], numbers[0]) if question.startswith("Subtract") else numbers
         right = sums.target(family, a, b)
-        assert verify == sums.VERIFY and verdict in sums.VERDICTS
-        assert (verdict == "Yes") == (sums.parse_answer(shown) == right)
+        assert verify == sums.VERIFY and reply in sums.REPLIES
+        assert (reply == "Yes") == (sums.parse_answer(shown) == right)
     assert 0.4 < np.mean([t[3] == "Yes" for t in checks]) < 0.6
 
 

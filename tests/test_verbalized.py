@@ -6,9 +6,13 @@ import torch
 
 from helpers import config
 from helpers.world import decoding, lora, sums
-from helpers.world.checkpoints import get_checkpoints, load_checkpoint
+from helpers.pipeline.checkpoints import get_checkpoints
+from helpers.pipeline.checkpoints import load_checkpoint
 from helpers.confidence import verbalized as V
 from helpers.world.model import chat_prompt
+from helpers import pipeline
+from helpers.confidence import verbalized_readout
+from helpers.confidence import verbalized_text
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -34,7 +38,7 @@ from helpers.world.model import chat_prompt
     ("ninety five percent", 0.95),
 ])
 def test_parse_confidence_reads_stated_numbers(text, expected):
-    assert V.parse_confidence(text) == pytest.approx(expected)
+    assert verbalized_text.parse_confidence(text) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("junk", [
@@ -44,24 +48,24 @@ def test_parse_confidence_reads_stated_numbers(text, expected):
     "\nConfidence: 1000%", "seventy", "twenty twenty percent", None, 0.7, float("nan"),
 ])
 def test_parse_confidence_returns_none_for_junk(junk):
-    assert V.parse_confidence(junk) is None
+    assert verbalized_text.parse_confidence(junk) is None
 
 
 def test_every_suffix_parses_back_to_its_level():
     for level in np.linspace(0, 1, 11):
-        assert V.parse_confidence(V.confidence_suffix(level)) == pytest.approx(level)
-    assert V.confidence_suffix(0.74) == "\nConfidence: 70%"
+        assert verbalized_text.parse_confidence(verbalized_text.confidence_suffix(level)) == pytest.approx(level)
+    assert verbalized_text.confidence_suffix(0.74) == "\nConfidence: 70%"
 
 
 # ---------------------------------------------------------------------------- targets
 
 
 def test_round_to_level_rounds_halves_up():
-    assert V.round_to_level(0.25) == pytest.approx(0.3)
-    assert V.round_to_level(0.35) == pytest.approx(0.4)  # not banker's rounding
-    assert list(V.round_to_level(np.array([0.0, 0.04, 0.96, 1.0]))) == pytest.approx([0.0, 0.0, 1.0, 1.0])
+    assert verbalized_text.round_to_level(0.25) == pytest.approx(0.3)
+    assert verbalized_text.round_to_level(0.35) == pytest.approx(0.4)  # not banker's rounding
+    assert list(verbalized_text.round_to_level(np.array([0.0, 0.04, 0.96, 1.0]))) == pytest.approx([0.0, 0.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="percentages"):
-        V.round_to_level(70)
+        verbalized_text.round_to_level(70)
 
 
 def _fake_sampler(accuracy: dict):
@@ -97,12 +101,12 @@ def test_targets_reject_too_few_samples_and_bad_samplers():
     with pytest.raises(ValueError, match="exactly k rows"):
         V.make_targets(None, None, questions, k=10, sampler=short)
     with pytest.raises(ValueError, match="samples is empty"):
-        V.empirical_targets(pd.DataFrame())
+        verbalized_text.empirical_targets(pd.DataFrame())
 
 
 def test_cached_targets_cover_the_training_questions(world):
     name = get_checkpoints().evaluation[-1]
-    cached = V.targets(name)
+    cached = pipeline.verbalized.targets(name)
     s = config.verbalized()
     assert len(cached) == s.n_train and (cached["n_samples"] == s.k).all()
     assert set(np.round(cached["target"] * 10, 6)) <= set(range(11))
@@ -145,10 +149,10 @@ def test_suffix_pairs_put_the_loss_on_the_confidence_only(checkpoint):
 
 def test_moved_adapter_runs_on_the_target_checkpoint(world):
     ckpts = get_checkpoints()
-    source, target = V.default_source(), ckpts.evaluation[-1]
+    source, target = pipeline.verbalized.default_source(), ckpts.evaluation[-1]
     assert source in ckpts.training
-    moved, tok = V.load_adapted(target, adapter=source)
-    home, _ = V.load_adapted(source, adapter=source)
+    moved, tok = pipeline.verbalized.load_adapted(target, adapter=source)
+    home, _ = pipeline.verbalized.load_adapted(source, adapter=source)
     plain, _ = load_checkpoint(target)
     # base weights: the target's; LoRA weights: the source adapter's
     assert lora.base_weights_hash(moved) == lora.base_weights_hash(plain)
@@ -171,73 +175,74 @@ def test_moved_adapter_runs_on_the_target_checkpoint(world):
 @pytest.fixture(scope="module")
 def adapted(world):
     name = get_checkpoints().evaluation[-1]
-    model, tok = V.load_adapted(name)
+    model, tok = pipeline.verbalized.load_adapted(name)
     questions = sums.split("test").iloc[:48]
-    answers = decoding.greedy_results("test", [name])["text"].iloc[:48].tolist()
+    answers = pipeline.decoded.greedy_results("test", [name])["text"].iloc[:48].tolist()
     return model, tok, questions, answers
 
 
 def test_level_scores_equal_scoring_each_level_alone(adapted):
     model, tok, questions, answers = adapted
     prefixes = [chat_prompt(q) + a for q, a in zip(questions["question"].iloc[:4], answers[:4])]
-    scores = V.level_logprobs(model, tok, prefixes)
+    scores = verbalized_readout.level_logprobs(model, tok, prefixes)
     for i, prefix in enumerate(prefixes):
-        for j, level in enumerate(V.LEVELS):
+        for j, level in enumerate(verbalized_text.LEVELS):
             text = f"{level}%"
-            ids = tok(prefix + V.MARKER + text, return_tensors="pt", add_special_tokens=False)["input_ids"]
+            ids = tok(prefix + verbalized_text.MARKER + text, return_tensors="pt",
+                      add_special_tokens=False)["input_ids"]
             n = len(text)
             with torch.no_grad():
                 logp = torch.log_softmax(model(input_ids=ids).logits[0], -1)
             alone = logp[-n - 1:-1].gather(-1, ids[0, -n:, None]).sum()
             assert scores[i, j].item() == pytest.approx(alone.item(), abs=1e-4)
-    expected, mass = V.expected_level(scores)
+    expected, mass = verbalized_readout.expected_level(scores)
     assert ((expected >= 0) & (expected <= 1)).all() and ((mass > 0) & (mass <= 1 + 1e-9)).all()
 
 
 def test_stated_text_equals_greedy_generation(adapted):
     model, tok, questions, answers = adapted
-    read = V.read_confidence(model, tok, questions, answers, batch_size=16, progress=False)
-    generated = V.generate_continuations(model, tok,
+    read = verbalized_readout.read_confidence(model, tok, questions, answers, batch_size=16, progress=False)
+    generated = verbalized_readout.generate_continuations(model, tok,
                                          [chat_prompt(q) + a for q, a in zip(questions["question"], answers)])
     assert read["stated_text"].tolist() == generated
-    assert read["parsed"].tolist() == [V.parse_confidence(t) is not None for t in generated]
+    assert read["parsed"].tolist() == [verbalized_text.parse_confidence(t) is not None for t in generated]
 
 
 def test_results_frame(world):
-    df = V.verbalized_results("test", source="oracle")
+    df = pipeline.verbalized.verbalized_results("test", source="oracle")
     ckpts = get_checkpoints()
     assert list(pd.unique(df["checkpoint"])) == list(ckpts.evaluation)
     assert (df["adapter"] == df["checkpoint"]).all()
     assert not df.duplicated(["checkpoint", "question_id"]).any()
     assert df["confidence"].between(0, 1).all() and df["confidence"].equals(df["expected"])
     assert df.loc[df["parsed"], "stated"].between(0, 1).all() and df.loc[~df["parsed"], "stated"].isna().all()
-    greedy = decoding.greedy_results("test", list(ckpts.evaluation))
+    greedy = pipeline.decoded.greedy_results("test", list(ckpts.evaluation))
     assert df["correct"].equals(greedy["correct"]) and df["token_probability"].equals(greedy["confidence"])
     counts = V.unparsed_counts(df)
     assert counts["unparsed"].sum() == (~df["parsed"]).sum()
-    moved = V.verbalized_results("test", source=V.default_source())
-    assert (moved["adapter"] == V.default_source()).all() and moved["correct"].equals(df["correct"])
+    moved = pipeline.verbalized.verbalized_results("test", source=pipeline.verbalized.default_source())
+    assert (moved["adapter"] == pipeline.verbalized.default_source()).all() and moved["correct"].equals(df["correct"])
 
 
 def test_bad_inputs_say_what_to_fix(small_training):
     name, model, tok, questions, answers = small_training
     with pytest.raises(ValueError, match="'oracle' or a checkpoint"):
-        V.verbalized_results("test", source="best")
+        pipeline.verbalized.verbalized_results("test", source="best")
     with pytest.raises(ValueError, match="unknown checkpoint"):
-        V.verbalized_results("test", checkpoints=["step-99999"])
+        pipeline.verbalized.verbalized_results("test", checkpoints=["step-99999"])
     with pytest.raises(ValueError, match="unknown split"):
-        V.verbalized_results("train")
+        pipeline.verbalized.verbalized_results("train")
     with pytest.raises(ValueError, match="unknown checkpoint"):
-        V.load_adapted(name, adapter="step-99999")
+        pipeline.verbalized.load_adapted(name, adapter="step-99999")
     with pytest.raises(ValueError, match="one answer text per question"):
-        V.read_confidence(model, tok, questions, answers[:3])
+        verbalized_readout.read_confidence(model, tok, questions, answers[:3])
     with pytest.raises(ValueError, match="not parsed numbers"):
-        V.read_confidence(model, tok, questions, list(range(len(questions))))
+        verbalized_readout.read_confidence(model, tok, questions, list(range(len(questions))))
     with pytest.raises(ValueError, match="one value per question"):
         V.fit_verbalized_adapter(model, tok, questions, answers, [0.5])
     with pytest.raises(ValueError, match="epochs and batch_size must be >= 1"):
         V.fit_verbalized_adapter(model, tok, questions, answers, np.zeros(len(questions)), epochs=0)
     with pytest.raises(ValueError, match="questions is empty"):
-        V.read_confidence(model, tok, questions.iloc[:0], [])
+        verbalized_readout.read_confidence(model, tok, questions.iloc[:0], [])
     with pytest.raises(ValueError, match="verbalized_results"):
         V.unparsed_counts(pd.DataFrame({"x": [1]}))

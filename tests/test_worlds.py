@@ -1,12 +1,12 @@
 """Independent worlds: a world seed's own cache and settings, and its result files written, read back
-and verified against their SHA-256 list (`helpers.results.worlds`; `make worlds`)."""
+and verified against their SHA-256 list (`helpers.pipeline.worlds`; `make worlds`)."""
 import json
 import os
 
 import pytest
 
 from helpers import config
-from helpers.results import worlds
+from helpers.pipeline import worlds
 
 
 @pytest.fixture

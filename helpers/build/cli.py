@@ -7,7 +7,7 @@
 - `twins`: rewrite the learner's notebooks from their twins, without executing anything (`--only GLOB`).
 - `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them;
   `rekey`: after a rebuild that reproduced them, record the current code's key for the shipped entries.
-- `world-results`: write a world's small result files (`helpers.results.worlds`), or `--verify` them.
+- `world-results`: write a world's small result files (`helpers.pipeline.worlds`), or `--verify` them.
 - `--world-seed K` (build, notebooks, world-results): another independent world, in its own cache.
 """
 from __future__ import annotations
@@ -24,58 +24,14 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from helpers.cache import artifacts, shipped
 from helpers import config
-from helpers.figures import explorers
-from helpers.world import rl
 from helpers.build import twins
-from helpers.results import claims, worlds
-from helpers.results.comparison import TABLES, comparison, method_results, sc_differences
-from helpers.confidence import adapters, feature_variance
-from helpers.confidence import self_consistency as sc
-from helpers.confidence import verbalized
-from helpers.world.decoding import greedy_results
+from helpers.cache import shipped
+from helpers.figures import explorers
+from helpers.pipeline import worlds
+from helpers.pipeline.plan import stages
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[2] / "notebooks"
-
-
-def stages() -> dict:
-    """The build stages, in order: stage -> {task: function}. The tasks of one stage are independent of each
-    other (they may share what they read: the cache's locks make a second builder wait for the first)."""
-    config.set_threads()  # HELPERS_THREADS, or 2
-    methods = list(dict.fromkeys(m for names in TABLES.values() for m in names))
-    return {
-        "world": {"world": lambda: (artifacts.load_or_build("world"), artifacts.load_or_build("selection"))},
-        "greedy": {f"greedy {split}": (lambda split=split: greedy_results(split))
-                   for split in ("hundred", "test", "adapter_train", "transfer_test")},
-        "inference-time methods": {
-            "post-training": lambda: [artifacts.load_or_build("greedy", checkpoint=m, split=s)
-                                      for m in rl.POST_TRAINED for s in ("hundred", "test")],
-            "self-consistency test": lambda: sc.sc_results("test"),
-            "self-consistency adapter_train": lambda: sc.sc_results("adapter_train"),
-            "sampled self-consistency": lambda: sc.sampled_sc_results("test"),
-            "rephrasings": sc.rephrasing_results,
-            **{f"verbalized seed {seed}": (lambda seed=seed: verbalized.build_seed(seed))
-               for seed in config.adapters().seeds},
-            "verbalized rephrasings": verbalized.verbalized_rephrasings,
-        },
-        # Every method of the results tables of notebooks 05 and 06 (training every adapter and baseline they use),
-        # notebook 06's own adapters (transfer matrix, random labels, domain transfer, exercise 1), and the
-        # adapters' features that its B.7 analysis reads.
-        "adapters and baselines": {**{f"method {name}": (lambda name=name: method_results(name)) for name in methods},
-                                   **adapters.notebook06_results(),
-                                   **{f"feature variance {source}":
-                                      (lambda source=source: feature_variance.feature_variance(source))
-                                      for source in feature_variance.SOURCES}},
-        # The results tables, and every row of the findings table (`helpers.results.claims`), one task each.
-        "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
-                      for key, names in TABLES.items()},
-                   "notebook 04 bootstrap": sc_differences, "domain transfer claim": claims.domain_claim,
-                   "GCM test": claims.gcm_test,
-                   **{f"claim {name}": (lambda name=name: artifacts.load_or_build(name))
-                      for name in ("transfer_claim", "random_claim")},
-                   **{f"claim: {c.claim}": (lambda c=c: claims.decided(c)) for c in claims.CLAIMS}},
-    }
 
 
 def _for_workers(name: str):

@@ -15,7 +15,6 @@ All return the standard frame: checkpoint, question_id, answer, correct, confide
 """
 from __future__ import annotations
 
-import shutil
 import time
 import warnings
 from dataclasses import dataclass
@@ -30,18 +29,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
-from helpers.cache import artifacts
 from helpers import config
-from helpers.world import lora, loop, sums
-from helpers.cache.artifacts import register
-from helpers.world.checkpoints import get_checkpoints
-from helpers.world.decoding import greedy, greedy_results
-from helpers.world.model import build_model, build_tokenizer, load_pretrained
+from helpers.world import loop, sums
+from helpers.world.decoding import greedy
+from helpers.world.model import build_model, build_tokenizer
 from helpers.world.training import training_step_loss
-from . import adapters
-from .readout import adapter_confidence
 
-COLUMNS = adapters.COLUMNS
 FEATURES = ("n_digits", "n_carries", "small", "carry_1", "carry_10", "carry_100", "a_size", "b_size", "sum_size")
 
 
@@ -73,14 +66,28 @@ def question_features(questions: pd.DataFrame) -> pd.DataFrame:
     return out[list(FEATURES)]
 
 
-def _labelled(split: str, checkpoints: list[str]) -> pd.DataFrame:
-    """Greedy results of `checkpoints` on `split`, with question features and checkpoint index."""
-    ck = get_checkpoints()
-    res = greedy_results(split, checkpoints)
-    questions = sums.split(split).set_index("question_id").loc[res["question_id"]].reset_index()
-    feats = question_features(questions)
-    feats["checkpoint_index"] = [ck.index(c) for c in res["checkpoint"]]
-    return pd.concat([res.reset_index(drop=True), feats], axis=1)
+def fit_features(data: pd.DataFrame, use_index: bool = True) -> "FeatureBaseline":
+    """Logistic regression of `correct` on the question features of `data` (and its checkpoint_index column).
+
+    `data` holds checkpoint, correct, the FEATURES columns and checkpoint_index (`question_features` plus each
+    row's checkpoint position). Features are one-hot; the checkpoint index enters as one number, so the model
+    extrapolates a trend in accuracy to later checkpoints without seeing their weights.
+    """
+    names = tuple(dict.fromkeys(data["checkpoint"]))
+    encode = [("onehot", OneHotEncoder(handle_unknown="ignore"), list(FEATURES))]
+    if use_index:
+        encode.append(("index", "passthrough", ["checkpoint_index"]))
+    estimator = LogisticRegression(max_iter=2000)
+    if data["correct"].nunique() < 2:  # a world whose training checkpoints know no sum (or every one): say so, go on
+        share = "all" if data["correct"].iloc[0] else "none"
+        warnings.warn(f"the checkpoints {list(names)} answer {share} of their adapter_train questions right, so the "
+                      f"feature baseline has nothing to fit: it gives every question the confidence "
+                      f"{1.0 if share == 'all' else 0.0}")
+        estimator = DummyClassifier(strategy="prior")
+    model = make_pipeline(ColumnTransformer(encode), estimator)
+    cols = list(FEATURES) + (["checkpoint_index"] if use_index else [])
+    model.fit(data[cols], data["correct"].astype(int))
+    return FeatureBaseline(model, use_index, names)
 
 
 @dataclass
@@ -98,51 +105,6 @@ class FeatureBaseline:
         """P(correct) for rows with FEATURES (and checkpoint_index) columns."""
         proba, classes = self.model.predict_proba(frame[self.columns()]), list(self.model.classes_)
         return proba[:, classes.index(1)] if 1 in classes else np.zeros(len(frame))
-
-
-def fit_feature_baseline(use_index: bool = True, train_checkpoints=None) -> FeatureBaseline:
-    """Fit on the training checkpoints' `adapter_train` correctness (notebook 05).
-
-    Features are one-hot; the checkpoint index enters as one number, so the model extrapolates a
-    trend in accuracy to later checkpoints without seeing their weights.
-    """
-    ck = get_checkpoints()
-    names = ck.validate(train_checkpoints, default=ck.training)
-    data = _labelled("adapter_train", names)
-    encode = [("onehot", OneHotEncoder(handle_unknown="ignore"), list(FEATURES))]
-    if use_index:
-        encode.append(("index", "passthrough", ["checkpoint_index"]))
-    estimator = LogisticRegression(max_iter=2000)
-    if data["correct"].nunique() < 2:  # a world whose training checkpoints know no sum (or every one): say so, go on
-        share = "all" if data["correct"].iloc[0] else "none"
-        warnings.warn(f"the checkpoints {names} answer {share} of their adapter_train questions right, so the feature "
-                      f"baseline has nothing to fit: it gives every question the confidence "
-                      f"{1.0 if share == 'all' else 0.0}")
-        estimator = DummyClassifier(strategy="prior")
-    model = make_pipeline(ColumnTransformer(encode), estimator)
-    cols = list(FEATURES) + (["checkpoint_index"] if use_index else [])
-    model.fit(data[cols], data["correct"].astype(int))
-    return FeatureBaseline(model, use_index, tuple(names))
-
-
-def _feature_results(split: str, eval_checkpoints, use_index: bool, train_checkpoints) -> pd.DataFrame:
-    ck = get_checkpoints()
-    names = ck.validate(eval_checkpoints, default=ck.evaluation)
-    sums.split(split)  # an unknown split fails here
-    baseline = fit_feature_baseline(use_index, train_checkpoints)
-    data = _labelled(split, names)
-    data["confidence"] = baseline.predict(data)
-    return data[COLUMNS]
-
-
-def checkpoint_index_results(split: str = "test", eval_checkpoints=None, train_checkpoints=None) -> pd.DataFrame:
-    """Checkpoint-index baseline: question features + checkpoint index, fitted on training checkpoints (05)."""
-    return _feature_results(split, eval_checkpoints, True, train_checkpoints)
-
-
-def difficulty_results(split: str = "test", eval_checkpoints=None, train_checkpoints=None) -> pd.DataFrame:
-    """Difficulty-only baseline: question features alone, the same confidence for every checkpoint (05)."""
-    return _feature_results(split, eval_checkpoints, False, train_checkpoints)
 
 
 # ---------------------------------------------------------------------------- GCM: the verifier
@@ -174,12 +136,6 @@ def ladder_rungs(log: pd.DataFrame, accuracies) -> dict[str, int]:
     return {"weak": int(steps[below[-1] if below.size else 0]),
             "median": int(steps[np.argmin(np.abs(checked - np.median(acc)))]),  # argmin: the first on a tie
             "strong": int(steps[above[0] if above.size else -1])}
-
-
-def evaluation_accuracies() -> pd.Series:
-    """checkpoint -> test accuracy of each evaluation checkpoint (greedy): what the ladder is placed against."""
-    res = greedy_results("test", list(get_checkpoints().evaluation))
-    return res.groupby("checkpoint")["correct"].mean()
 
 
 def train_verifier(folder: Path, stop_at: float, progress: bool = True) -> dict:
@@ -228,151 +184,6 @@ def train_verifier(folder: Path, stop_at: float, progress: bool = True) -> dict:
             "reached_target": log[-1]["accuracy"] >= stop_at}
 
 
-@register("gcm_verifier")
-def _build_verifier(folder: Path) -> dict:
-    """The GCM's backbone: its own run from scratch, saved at every check, with its three rungs picked.
-
-    Test accuracy of each rung is scored on the test split (claims.gcm_range reads the shipped rung's)."""
-    config.set_threads()
-    accuracies = evaluation_accuracies()
-    out = train_verifier(folder, stop_at=float(accuracies.max()) + config.gcm().stop_margin)
-    rungs = ladder_rungs(out["log"], accuracies)
-    for save in (folder / "saves").iterdir():  # the rungs' saves are kept (about 0.5 MB each), the rest go
-        if int(save.name.split("-")[1]) not in rungs.values():
-            shutil.rmtree(save)
-    test = {}
-    for step in sorted(set(rungs.values())):
-        model, tokenizer = load_pretrained(folder / "saves" / f"step-{step:05d}")
-        test[step] = float(greedy(model, tokenizer, sums.split("test"), progress=False)["correct"].mean())
-    shipped = rungs[config.gcm().shipped_rung]
-    return {**out, "rungs": rungs, "rung_test_accuracy": {r: test[s] for r, s in rungs.items()},
-            "evaluation_accuracies": accuracies, "shipped_rung": config.gcm().shipped_rung,
-            "test_accuracy": test[shipped]}
-
-
-def verifier() -> dict:
-    """The cached verifier run: log (step, accuracy, seconds), steps and accuracy at the stop, whether it reached
-    the strongest evaluation checkpoint, rungs ({rung: step}), rung_test_accuracy, and the shipped rung's
-    test_accuracy."""
-    return artifacts.load_or_build("gcm_verifier")
-
-
-def validate_rung(rung) -> str | int:
-    """A rung name (RUNGS; None: the shipped one) or the step of a rung's save."""
-    if rung is None:
-        return config.gcm().shipped_rung
-    if isinstance(rung, str) and rung in RUNGS:
-        return rung
-    if isinstance(rung, (int, np.integer)) and not isinstance(rung, bool) and rung > 0:
-        return int(rung)
-    raise ValueError(f"rung must be one of {RUNGS} or the step of a rung's save, got {rung!r}")
-
-
-def rung_step(rung=None) -> int:
-    """The saved step of `rung` (a name or a step; checked against the run's saves)."""
-    rung, run = validate_rung(rung), verifier()
-    step = run["rungs"][rung] if isinstance(rung, str) else rung
-    saved = sorted(set(run["rungs"].values()))
-    if step not in saved:
-        raise ValueError(f"the verifier's run keeps the saves of its rungs only, steps {saved}; got {step}")
-    return int(step)
-
-
-@register("verifier_answers")
-def _build_verifier_answers(folder: Path, split: str, rung="median") -> pd.DataFrame:
-    """The verifier's own greedy answers on a split: which questions the GCM's backbone knows."""
-    config.set_threads()
-    model, tokenizer = load_verifier(rung)
-    return greedy(model, tokenizer, sums.split(split), progress=False)
-
-
-def verifier_correct(split: str = "test", rung=None) -> pd.Series:
-    """question_id -> 1 where the verifier (the shipped rung) answers the question right itself (notebook 05)."""
-    sums.split(split)  # an unknown split fails here
-    answers = artifacts.load_or_build("verifier_answers", split=split, rung=validate_rung(rung))
-    return answers.set_index("question_id")["correct"].astype(int)
-
-
-def load_verifier(rung=None):
-    """(model, tokenizer) of the GCM's backbone at `rung` (default the shipped one), without any LoRA."""
-    return load_pretrained(artifacts.folder("gcm_verifier") / "saves" / f"step-{rung_step(rung):05d}")
-
-
 # ---------------------------------------------------------------------------- GCM: adapter and results
 
 
-def gcm_examples(seed: int = config.SEED) -> pd.DataFrame:
-    """The GCM's training rows: training checkpoints' own answers on `adapter_train`, with correctness.
-
-    Every row runs through the verifier's weights; `checkpoint` only says whose answer it is.
-    """
-    rows = adapters.adapter_examples(list(get_checkpoints().training), config.gcm().n_examples, seed=seed)
-    return rows.drop(columns="base")
-
-
-@register("gcm")
-def _build_gcm(folder: Path, seed: int, rung="median") -> dict:
-    """The GCM: a LoRA adapter on the verifier at `rung`, trained on the training checkpoints' histories."""
-    config.set_threads()
-    examples = gcm_examples(seed)
-    model, tokenizer = load_verifier(rung)
-    peft_model, log = adapters.fit_adapter(model, tokenizer, examples, seed=seed)
-    lora.save(peft_model, folder / "lora", "gcm_verifier", save_embedding_layers=False)
-    return {"examples": examples[["checkpoint", "question_id", "source", "correct", "label"]], "log": log}
-
-
-def train_gcm(seed: int = config.SEED, rung=None) -> adapters.Adapter:
-    """The cached GCM adapter (LoRA on the verifier at `rung`, default the shipped one); trains on first use."""
-    params = {"seed": adapters.validate_seed(seed), "rung": validate_rung(rung)}
-    stored = artifacts.load_or_build("gcm", **params)
-    examples = stored["examples"]
-    return adapters.Adapter(folder=artifacts.folder("gcm", **params) / "lora",
-                            checkpoints=tuple(examples["checkpoint"].unique()), seed=params["seed"],
-                            examples=examples, log=stored["log"])
-
-
-def load_gcm(seed: int = config.SEED, rung=None):
-    """(peft model, tokenizer): the verifier with the GCM's LoRA weights. No checkpoint weights at all."""
-    gcm = train_gcm(seed, rung)
-    base, tokenizer = load_verifier(rung)
-    return lora.attach(base, gcm.folder), tokenizer
-
-
-def gcm_confidence(answers: pd.DataFrame, seed: int = config.SEED, rung=None) -> np.ndarray:
-    """The GCM's P(correct) for rows with `question` and `text` (an answer frame, not a model).
-
-    The GCM reads only (question, answer text), so each distinct pair is scored once: checkpoints that give
-    the same answer to a question (most of them, on most questions) share its confidence."""
-    if not isinstance(answers, pd.DataFrame) or not {"question", "text"} <= set(answers.columns):
-        raise ValueError("answers must be a frame with `question` and `text` columns")
-    pairs = answers[["question", "text"]]
-    unique = pairs.drop_duplicates(ignore_index=True)
-    model, tokenizer = load_gcm(seed, rung)
-    unique["confidence"] = adapter_confidence(model, tokenizer, unique["question"], unique["text"])
-    return pairs.merge(unique, on=["question", "text"], how="left")["confidence"].to_numpy()
-
-
-@register("gcm_results")
-def _build_gcm_results(folder: Path, split: str, seed: int, rung="median") -> pd.DataFrame:
-    """The GCM's confidence in every evaluation checkpoint's greedy answers: it reads the answers, not the
-    weights. One entry for all of them, so that an answer several checkpoints give is scored once."""
-    config.set_threads()
-    answers = greedy_results(split, list(get_checkpoints().evaluation))
-    answers = answers.merge(sums.split(split)[["question_id", "question"]], on="question_id")
-    answers["confidence"] = gcm_confidence(answers, seed, rung)
-    return answers[COLUMNS]
-
-
-def gcm_results(split: str = "test", eval_checkpoints=None, seed: int = config.SEED, rung=None) -> pd.DataFrame:
-    """GCM confidence in each evaluated checkpoint's greedy answers: the standard frame (notebook 05).
-
-    `rung`: the verifier's rung (RUNGS or a rung's step; default the shipped one)."""
-    sums.split(split)  # an unknown split fails here, before anything is trained
-    ck = get_checkpoints()
-    names = ck.validate(eval_checkpoints, default=ck.evaluation)
-    outside = sorted(set(names) - set(ck.evaluation))
-    if outside:
-        raise ValueError(f"the GCM scores the evaluation checkpoints' answers; {outside} are not among them")
-    frame = artifacts.load_or_build("gcm_results", split=split, seed=adapters.validate_seed(seed),
-                                    rung=validate_rung(rung))
-    return frame[frame["checkpoint"].isin(names)].reset_index(drop=True)

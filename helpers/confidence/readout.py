@@ -17,17 +17,14 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 
 from helpers import config
-from helpers.world import sums
-from helpers.world.decoding import greedy_results
 from helpers.world.model import conversation_prompt
-from helpers.world.sums import VERDICTS, VERIFY
+from helpers.world.sums import REPLIES, VERIFY
 
 COLUMNS = ["checkpoint", "question_id", "answer", "correct", "confidence"]  # the standard results frame
-YES, NO = (verdict[0] for verdict in VERDICTS)  # `Y` and `N`: the first tokens of `Yes` and `No`
+YES, NO = (reply[0] for reply in REPLIES)  # `Y` and `N`: the first tokens of `Yes` and `No`
 
 
 def verification_prompt(question: str, answer: str) -> str:
@@ -72,17 +69,23 @@ def yes_no_ids(tokenizer) -> tuple[int, int]:
     return ids[0], ids[1]
 
 
-def yes_no_logits(model, batch: Mapping[str, torch.Tensor], tokenizer) -> torch.Tensor:
-    """Logits of `Y` and `N` at each prompt's last position, through the model's own head: (B, 2)."""
+def yes_no_logits(model, batch: Mapping[str, torch.Tensor], tokenizer,
+                  weights: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor:
+    """Logits of `Y` and `N` at each prompt's last position, through the model's own head: (B, 2).
+
+    `weights` (optional) replaces the model's parameters for this call (`torch.func.functional_call`): how an
+    adapter trains through merged LoRA weights (`helpers.confidence.adapters.fit_adapter`)."""
     y, n = yes_no_ids(tokenizer)
-    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                   position_ids=batch["position_ids"], logits_to_keep=1).logits  # (B, 1, V)
-    return logits[:, -1, [y, n]]
+    inputs = dict(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                  position_ids=batch["position_ids"], logits_to_keep=1)
+    out = model(**inputs) if weights is None else torch.func.functional_call(model, dict(weights), (), inputs)
+    return out.logits[:, -1, [y, n]]  # (B, 1, V) -> (B, 2)
 
 
-def margin(model, batch: Mapping[str, torch.Tensor], tokenizer) -> torch.Tensor:
+def margin(model, batch: Mapping[str, torch.Tensor], tokenizer,
+           weights: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor:
     """logit_Y − logit_N: the log-odds of `Y` over `N`, (B,)."""
-    both = yes_no_logits(model, batch, tokenizer)
+    both = yes_no_logits(model, batch, tokenizer, weights)
     return both[:, 0] - both[:, 1]
 
 
@@ -114,12 +117,3 @@ def adapter_confidence(model, tokenizer, questions: Sequence[str], answers: Sequ
     return torch.cat(out).numpy()
 
 
-def confidence_in_answers(model, tokenizer, checkpoint: str, split: str) -> pd.DataFrame:
-    """`checkpoint`'s greedy answers on `split`, with the read-out of `model` as their confidence.
-
-    `model` is the checkpoint itself (P(True)), an adapter on it, or an adapter on another checkpoint's
-    weights (the surrogate ablation). Returns the standard frame (COLUMNS)."""
-    answers = greedy_results(split, [checkpoint]).merge(sums.split(split)[["question_id", "question"]],
-                                                        on="question_id")
-    answers["confidence"] = adapter_confidence(model, tokenizer, answers["question"], answers["text"])
-    return answers[COLUMNS]

@@ -9,68 +9,57 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
-from helpers import config
 from helpers.world import sums
-from helpers.cache.artifacts import register
-from helpers.world.checkpoints import load_checkpoint, load_per_checkpoint
-from helpers.world.decoding import beams, greedy, sample
 
 
-def group_answers(answers, weights) -> tuple[int | None, float, pd.Series]:
-    """Group one question's candidates by parsed answer; returns (answer, confidence, group masses).
+def candidate_weights(candidates: pd.DataFrame, weight: str = "probability") -> np.ndarray:
+    """Each candidate's weight: its probability (weight="probability", from `logprob`: beams) or 1 ("count":
+    samples)."""
+    if weight not in ("probability", "count"):
+        raise ValueError(f"weight must be 'probability' (beams) or 'count' (samples), got {weight!r}")
+    return np.exp(candidates["logprob"].to_numpy()) if weight == "probability" else np.ones(len(candidates))
 
-    `answers` holds ints or None (unparsable or unended), `weights` non-negative masses (beam
-    probabilities, or 1 per sample). Masses are normalized by their total. None forms its own group
-    that never wins; if every candidate is None the answer is None with confidence 0. Ties go to the
-    group whose best candidate comes first (candidates are given best first), so they are deterministic.
+
+def group_masses(candidates: pd.DataFrame, weights: np.ndarray,
+                 sorted_totals: bool = False) -> tuple[pd.DataFrame, pd.Series]:
+    """The grouping rule of self-consistency, for every question at once: (groups, total).
+
+    `candidates` has question_id, answer (nullable int) and ended, best candidate first within each question;
+    `weights` one non-negative weight per candidate (`candidate_weights`). A candidate that never ended or
+    states no number belongs to no group. `groups` has one row per (question_id, key = the parsed answer):
+    mass (the group's weight over the question's total, `total`, which counts every candidate) and first (the
+    rank of its best candidate). `sorted_totals` sums each question's total in pandas' sorted group order
+    instead of the order questions come in: the same number up to the last bit (1e-17), and the order in which
+    the surrogate ablation's shipped results were summed.
     """
-    weights = np.asarray(weights, dtype=float)
-    if len(answers) != len(weights) or len(weights) == 0:
-        raise ValueError(f"need one weight per answer and at least one answer, got {len(answers)} and {len(weights)}")
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ValueError("weights must be finite and non-negative (probabilities or counts)")
-    total = weights.sum()
-    if total <= 0:
-        raise ValueError("the weights sum to 0; pass probabilities (not log-probabilities) or counts")
-    keys = ["none" if a is None or a is pd.NA else int(a) for a in answers]
-    masses: dict = {}
-    first: dict = {}
-    for rank, (key, w) in enumerate(zip(keys, weights)):
-        masses[key] = masses.get(key, 0.0) + w / total
-        first.setdefault(key, rank)
-    groups = pd.Series(masses)
-    candidates = [k for k in masses if k != "none"]
-    if not candidates:
-        return None, 0.0, groups
-    best = min(candidates, key=lambda k: (-masses[k], first[k]))
-    return best, float(masses[best]), groups
+    if len(candidates) == 0:
+        raise ValueError("candidates is empty; pass the beams or samples of at least one question")
+    df = pd.DataFrame({
+        "question_id": candidates["question_id"].to_numpy(),
+        "rank": candidates.groupby("question_id", sort=False).cumcount().to_numpy(),
+        "key": candidates["answer"].where(candidates["ended"].astype(bool)).astype("Int64").to_numpy(),
+        "w": weights,
+    })
+    total = df.groupby("question_id", sort=sorted_totals)["w"].sum()
+    groups = df.dropna(subset=["key"]).groupby(["question_id", "key"], sort=False).agg(mass=("w", "sum"),
+                                                                                       first=("rank", "min"))
+    groups = groups.reset_index()
+    groups["mass"] /= total.reindex(groups["question_id"]).to_numpy()
+    return groups, total
 
 
 def self_consistency(candidates: pd.DataFrame, questions: pd.DataFrame, weight: str = "probability") -> pd.DataFrame:
     """SC answer and confidence per question from beams (weight="probability") or samples ("count").
 
-    `candidates` has question_id, answer (nullable int), ended, and logprob (for "probability"),
-    best candidate first within each question. Returns question_id, answer, correct, confidence,
-    n_groups and coverage (the probability mass the candidates cover, before normalization).
+    The answer is the group of `group_masses` with the largest mass; ties go to the group whose best
+    candidate comes first, so they are deterministic. A question whose candidates all fall in no group gets
+    no answer and confidence 0. `questions` has question_id and target. Returns question_id, answer,
+    correct, confidence, n_groups and coverage (the probability mass the candidates cover, before
+    normalization; 1 for samples).
     """
-    if weight not in ("probability", "count"):
-        raise ValueError(f"weight must be 'probability' (beams) or 'count' (samples), got {weight!r}")
-    if len(candidates) == 0:
-        raise ValueError("candidates is empty; pass the beams or samples of at least one question")
-    # Vectorized version of `group_answers` over all questions at once (tests check they agree).
-    df = pd.DataFrame({
-        "question_id": candidates["question_id"].to_numpy(),
-        "rank": candidates.groupby("question_id", sort=False).cumcount().to_numpy(),
-        "key": candidates["answer"].where(candidates["ended"].astype(bool)).astype("Int64").to_numpy(),
-        "w": np.exp(candidates["logprob"].to_numpy()) if weight == "probability" else np.ones(len(candidates)),
-    })
-    total = df.groupby("question_id", sort=False)["w"].sum()
-    groups = df.dropna(subset=["key"]).groupby(["question_id", "key"], sort=False).agg(mass=("w", "sum"),
-                                                                                       first=("rank", "min"))
-    groups = groups.reset_index()
-    groups["mass"] /= total.reindex(groups["question_id"]).to_numpy()
+    weights = candidate_weights(candidates, weight)
+    groups, total = group_masses(candidates, weights)
     best = groups.sort_values(["question_id", "mass", "first"], ascending=[True, False, True]).drop_duplicates(
         "question_id")
     out = pd.DataFrame({"question_id": total.index})
@@ -88,96 +77,53 @@ def self_consistency(candidates: pd.DataFrame, questions: pd.DataFrame, weight: 
     })
 
 
-def sc_questions(split: str) -> pd.DataFrame:
-    """The questions SC is run on: all of test, the first part of adapter_train (enough to fit isotonic)."""
-    questions = sums.split(split)
-    return questions.iloc[:config.self_consistency().n_adapter_train] if split == "adapter_train" else questions
+def group_answers(answers, weights) -> tuple[int | None, float, pd.Series]:
+    """`group_masses` for one question's candidates: (answer, confidence, group masses).
+
+    `answers` holds ints or None (unparsable or unended), best first; `weights` non-negative masses (beam
+    probabilities, or 1 per sample). The masses are shares of the total weight; the group of None never
+    wins, and if every candidate is None the answer is None with confidence 0.
+    """
+    weights = np.asarray(weights, dtype=float)
+    if len(answers) != len(weights) or len(weights) == 0:
+        raise ValueError(f"need one weight per answer and at least one answer, got {len(answers)} and {len(weights)}")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("weights must be finite and non-negative (probabilities or counts)")
+    if weights.sum() <= 0:
+        raise ValueError("the weights sum to 0; pass probabilities (not log-probabilities) or counts")
+    stated = [a is not None and a is not pd.NA for a in answers]
+    candidates = pd.DataFrame({"question_id": 0, "ended": True, "answer": pd.array(
+        [int(a) if ok else None for a, ok in zip(answers, stated)], dtype="Int64")})
+    groups, total = group_masses(candidates, weights)
+    masses = pd.Series(dict(zip(groups["key"].astype(int), groups["mass"])), dtype=float)
+    if not all(stated):
+        masses["none"] = weights[~np.array(stated)].sum() / total.iloc[0]
+    if groups.empty:
+        return None, 0.0, masses
+    best = groups.sort_values(["mass", "first"], ascending=[False, True]).iloc[0]
+    return int(best["key"]), float(min(best["mass"], 1.0)), masses
 
 
-@register("beams")
-def _build_beams(folder, checkpoint: str, split: str) -> pd.DataFrame:
-    """`num_beams` beams per question of one checkpoint on one split."""
-    n = config.self_consistency().num_beams
-    model, tok = load_checkpoint(checkpoint)
-    out = beams(model, tok, sc_questions(split), num_beams=n, num_return_sequences=n,
-                desc=f"beams {checkpoint} {split}")
-    out.insert(0, "checkpoint", checkpoint)
+def surrogate_confidence(scorer_candidates: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
+    """The surrogate ablation: one checkpoint's beams (`scorer_candidates`) judge other checkpoints' answers.
+
+    Confidence = the mass `group_masses` gives the scorer's group that states the evaluated answer (0 if none
+    of its beams does). `answers` is a standard frame (question_id, answer, ...); returns it with its
+    confidence replaced.
+    """
+    groups, _ = group_masses(scorer_candidates, candidate_weights(scorer_candidates), sorted_totals=True)
+    mass = groups.set_index(["question_id", "key"])["mass"]
+    keys = pd.MultiIndex.from_arrays([answers["question_id"], answers["answer"].astype("Int64")])
+    out = answers.copy()
+    out["confidence"] = mass.reindex(keys).fillna(0.0).clip(0.0, 1.0).to_numpy(dtype=float)
     return out
 
 
-def beam_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
-    """Cached beams of several checkpoints (default: all selected), one long frame."""
-    sums.split(split)  # an unknown split name fails here, before anything is built
-    return load_per_checkpoint("beams", checkpoints, split=split)
+def agreements(rephrased: pd.DataFrame) -> pd.Series:
+    """Per (checkpoint, question_id): the share of its n(n-1)/2 pairs of phrasings whose answers are equal.
 
-
-def _per_checkpoint_sc(candidates: pd.DataFrame, questions: pd.DataFrame, weight: str) -> pd.DataFrame:
-    frames = []
-    for name, group in candidates.groupby("checkpoint", sort=False):
-        frame = self_consistency(group, questions, weight)
-        frame.insert(0, "checkpoint", name)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
-
-
-def sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
-    """SC answers and confidences: checkpoint, question_id, answer, correct, confidence, n_groups, coverage."""
-    return _per_checkpoint_sc(beam_results(split, checkpoints), sc_questions(split), "probability")
-
-
-@register("samples")
-def _build_samples(folder, checkpoint: str, split: str) -> pd.DataFrame:
-    """`samples_k` replies sampled at T = 1 for the first `sampled_questions` questions of one checkpoint."""
-    s = config.self_consistency()
-    model, tok = load_checkpoint(checkpoint)
-    questions = sums.split(split).iloc[: s.sampled_questions]
-    out = sample(model, tok, questions, k=s.samples_k, seed=s.sample_seed, desc=f"sampling {checkpoint}")
-    out.insert(0, "checkpoint", checkpoint)
-    return out
-
-
-def sampled_sc_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
-    """The sampling variant of SC: the majority's share of k samples at T = 1."""
-    sums.split(split)
-    samples = load_per_checkpoint("samples", checkpoints, split=split)
-    return _per_checkpoint_sc(samples.assign(ended=samples["answer"].notna()), sums.split(split), "count")
-
-
-@register("rephrasings")
-def _build_rephrasings(folder, checkpoint: str) -> pd.DataFrame:
-    """Greedy answers of one checkpoint to the first `rephrased_questions` test questions under every phrasing."""
-    model, tok = load_checkpoint(checkpoint)
-    base = sums.split("test").iloc[: config.self_consistency().rephrased_questions]
-    frames = []
-    for template in tqdm(range(len(sums.QUESTION_TEMPLATES["sum"])), desc=f"phrasings {checkpoint}", leave=False):
-        qs = sums.make_questions("sum", base["a"].to_numpy(), base["b"].to_numpy(), template=template)
-        frames.append(greedy(model, tok, qs, progress=False).assign(template=template))
-    out = pd.concat(frames, ignore_index=True)
-    out.insert(0, "checkpoint", checkpoint)
-    return out
-
-
-def rephrasing_results(checkpoints=None) -> pd.DataFrame:
-    """Greedy answers under every phrasing: checkpoint, question_id, template, answer, correct, confidence."""
-    return load_per_checkpoint("rephrasings", checkpoints)
-
-
-def agreement(answers) -> float:
-    """Share of pairs of phrasings whose answers are equal (an unparsable answer agrees with nothing)."""
-    values = [None if a is None or a is pd.NA else int(a) for a in answers]
-    n = len(values)
-    if n < 2:
-        raise ValueError("agreement needs the answers to at least two phrasings")
-    pairs = [(x, y) for i, x in enumerate(values) for y in values[i + 1:]]
-    return float(np.mean([x is not None and x == y for x, y in pairs]))
-
-
-def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
-    """Per (checkpoint, question): agreement across phrasings, canonical correctness and confidence.
-
-    The agreement column equals `agreement` of each question's answers (the share of its n(n-1)/2 pairs of
-    phrasings that state the same parsed answer), counted per answer group rather than pair by pair: a
-    Python loop over 12,000 questions took 14 s of notebook 02.
+    `rephrased` has checkpoint, question_id and answer (nullable int; an unparsable answer agrees with nothing),
+    one row per phrasing. Counted per answer group: a group of g equal answers holds g(g-1)/2 agreeing pairs.
     """
     keys = ["checkpoint", "question_id"]
     n = rephrased.groupby(keys, sort=False).size()
@@ -185,12 +131,26 @@ def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
         raise ValueError("agreement needs the answers to at least two phrasings")
     same = rephrased.dropna(subset=["answer"]).groupby(keys + ["answer"], sort=False).size()
     agreeing = (same * (same - 1) // 2).groupby(level=keys, sort=False).sum().reindex(n.index, fill_value=0)
-    canonical = rephrased[rephrased["template"] == 0].drop_duplicates(keys).set_index(keys).reindex(n.index)
+    return agreeing / (n * (n - 1) // 2)
+
+
+def agreement(answers) -> float:
+    """`agreements` of one question's answers to its phrasings."""
+    values = pd.array([None if a is None or a is pd.NA else int(a) for a in answers], dtype="Int64")
+    return float(agreements(pd.DataFrame({"checkpoint": "", "question_id": 0, "answer": values})).iloc[0])
+
+
+def consistency_table(rephrased: pd.DataFrame) -> pd.DataFrame:
+    """Per (checkpoint, question): `agreements` across phrasings, canonical correctness and confidence."""
+    keys = ["checkpoint", "question_id"]
+    share = agreements(rephrased)
+    index = share.index
+    canonical = rephrased[rephrased["template"] == 0].drop_duplicates(keys).set_index(keys).reindex(index)
     if canonical["correct"].isna().any():
         raise ValueError("every question needs its answer to the canonical phrasing (template 0)")
-    correct = rephrased.groupby(keys, sort=False)["correct"].sum().reindex(n.index)
-    return pd.DataFrame({"checkpoint": n.index.get_level_values(0), "question_id": n.index.get_level_values(1),
-                         "agreement": (agreeing / (n * (n - 1) // 2)).to_numpy(dtype=float),
+    correct = rephrased.groupby(keys, sort=False)["correct"].sum().reindex(index)
+    return pd.DataFrame({"checkpoint": index.get_level_values(0), "question_id": index.get_level_values(1),
+                         "agreement": share.to_numpy(dtype=float),
                          "correct": canonical["correct"].astype(bool).to_numpy(),
                          "confidence": canonical["confidence"].astype(float).to_numpy(),
                          "n_correct_phrasings": correct.astype(int).to_numpy()})
@@ -224,18 +184,3 @@ def consistent_errors(rephrased: pd.DataFrame, at_least: int = 3) -> pd.DataFram
     return out.drop(columns="consistent").reset_index()
 
 
-def surrogate_sc(scorer: str, answers: pd.DataFrame, split: str = "test") -> pd.DataFrame:
-    """The surrogate ablation: checkpoint `scorer`'s beams judge another checkpoint's answers.
-
-    Confidence = the share of `scorer`'s beam mass on the group that states the evaluated answer
-    (0 if none of its beams does). `answers` is a standard frame of the evaluated checkpoints.
-    """
-    beams_ = beam_results(split, [scorer])
-    ended = beams_[beams_["ended"] & beams_["answer"].notna()].assign(p=lambda d: np.exp(d["logprob"]))
-    total = beams_.assign(p=np.exp(beams_["logprob"])).groupby("question_id")["p"].sum()
-    mass = ended.groupby(["question_id", "answer"])["p"].sum() / total.reindex(
-        ended.groupby(["question_id", "answer"]).size().index.get_level_values(0)).to_numpy()
-    keys = pd.MultiIndex.from_arrays([answers["question_id"], answers["answer"].astype("Int64")])
-    out = answers.copy()
-    out["confidence"] = mass.reindex(keys).fillna(0.0).clip(0.0, 1.0).to_numpy(dtype=float)
-    return out

@@ -102,48 +102,17 @@ def _check(conf, correct, weights):
 # --------------------------------------------------------------------------- the test over pairs
 
 
-def pair_values(metric: str, rows: pd.DataFrame, ckpt_j: str, w: pd.DataFrame, n_bins: int = 15) -> np.ndarray:
-    """The metric of one pair's contrast rows under every replicate's question weights (NaN for no rows: a
-    class-balanced metric of a pair without regressions, or without improvements, is undefined). One pair at a
-    time: the readable reference of `pairs_values`, which the bootstraps use (tests/test_shared_bootstrap.py)."""
-    if rows.empty:
-        return np.full(len(w), np.nan)
-    first = rows.drop_duplicates("question_id")  # one row per question: its id and its kind in this pair
-    per_question = stratified(w[first["question_id"]].to_numpy(), first["kind"].to_numpy())
-    index = {q: k for k, q in enumerate(first["question_id"])}
-    cols = rows["question_id"].map(index).to_numpy()
-    conf, correct = rows["confidence"].to_numpy(float), rows["correct"].to_numpy(float)
-    if metric.endswith("_cb"):  # class-balanced: the mean of the metric on improvements and on regressions
-        kinds = rows["kind"].to_numpy()
-        return np.mean([pair_values(metric[:-3], rows[kinds == k], ckpt_j, w, n_bins)
-                        for k in ("improvement", "regression")],
-                       axis=0)
-    if metric == "auc":
-        return weighted_auc(conf, correct, per_question[:, cols])
-    if metric == "brier":
-        return weighted_brier(conf, correct, per_question[:, cols])
-    if metric == "ece":
-        later = (rows["checkpoint"] == ckpt_j).to_numpy()
-        return weighted_ece(conf[later], correct[later], per_question[:, cols[later]], n_bins)
-    # delta: per question, the correct member's q minus the wrong member's
-    sign = np.where(correct == 1, 1.0, -1.0)
-    delta = np.zeros(len(index))
-    np.add.at(delta, cols, sign * conf)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (per_question * delta).sum(axis=1) / per_question.sum(axis=1)
-
-
 # --------------------------------------------------------------------------- every pair at once
 
 CHUNK_VALUES = 2_000_000  # replicates x stacked rows per chunk, to bound memory (~16 MB per float array)
 
 
 def pairs_values(metric: str, used, w: pd.DataFrame, n_bins: int = 15) -> np.ndarray:
-    """(pairs, replicates): `pair_values` of every (ckpt_j, rows) in `used` under every row of `w`, with no
+    """(pairs, replicates): the metric of every pair (ckpt_j, rows) in `used` under every row of `w`, with no
     Python loop over pairs. The pairs' rows are stacked into one long array (a pair is a segment of it), each
     replicate's weights are gathered for all of them at once, and every per-pair sum is one product with a sparse
     (segments, rows) indicator; the AUC's "negatives below" comes from one running sum along the stacked rows,
-    each pair sorted by confidence. Same statistics as `pair_values` on the same weights, to float rounding (the
+    each pair sorted by confidence. Checked against a pair-by-pair reference on the same weights, to float rounding (the
     AUC's differences of a long running sum agree to about 1e-12; the tests hold it to that)."""
     if metric.endswith("_cb"):  # class-balanced: the mean of the metric on improvements and on regressions
         halves = [pairs_values(metric[:-3], [(j, rows[rows["kind"].to_numpy() == k]) for j, rows in used], w, n_bins)

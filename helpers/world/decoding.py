@@ -14,8 +14,6 @@ from tqdm import tqdm
 
 from helpers import config
 from helpers.world import sums
-from helpers.cache.artifacts import register
-from helpers.world.checkpoints import load_checkpoint, load_per_checkpoint
 from helpers.world.model import chat_prompt
 
 MAX_NEW_TOKENS = 24  # the longest answer form ("The difference is 999.") plus the end mark
@@ -106,21 +104,6 @@ def greedy(model, tokenizer, questions: pd.DataFrame, batch_size: int = 500, pro
             "ended": ended,
         }))
     return pd.concat(rows, ignore_index=True)
-
-
-@register("greedy")
-def _build_greedy(folder, checkpoint: str, split: str) -> pd.DataFrame:
-    """Greedy answers and token-probability confidence of one checkpoint on one split."""
-    model, tokenizer = load_checkpoint(checkpoint)
-    df = greedy(model, tokenizer, sums.split(split), desc=f"greedy {checkpoint} {split}")
-    df.insert(0, "checkpoint", checkpoint)
-    return df
-
-
-def greedy_results(split: str = "test", checkpoints=None) -> pd.DataFrame:
-    """Cached greedy results of several checkpoints (default: all selected ones), one long frame."""
-    sums.split(split)  # an unknown split name fails here, before anything is built
-    return load_per_checkpoint("greedy", checkpoints, split=split)
 
 
 def _candidates(tokenizer, chunk: pd.DataFrame, new: torch.Tensor, rank: str, logprob: torch.Tensor,

@@ -10,11 +10,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from helpers.cache import artifacts
 from helpers import config
 from helpers.world import loop, sums
-from helpers.cache.artifacts import register
-from helpers.world.checkpoints import POST_TRAINED, load_checkpoint, world
 from helpers.world.decoding import MAX_NEW_TOKENS, answer_logprobs, encode_prompts, read_replies
 from helpers.world.training import training_step_loss
 
@@ -127,31 +124,3 @@ def base_checkpoint(log: pd.DataFrame, selected: list[str]) -> str:
     return min(selected, key=lambda name: abs(acc[int(name.split("-")[1])] - goal))
 
 
-@register("post_training")
-def _build_post_training(folder) -> dict:
-    """Supervised fine-tuning of one checkpoint, then GRPO; both models are saved."""
-    s, w = config.post_training(), world()
-    base = base_checkpoint(w["log"], w["selected"])
-    model, tokenizer = load_checkpoint(base)
-    sft_set = sums.fresh_questions(np.random.default_rng(s.sft_seed), s.sft_questions)
-    sft_losses = supervised_finetune(model, tokenizer, sft_set, epochs=s.sft_epochs, lr=s.sft_lr)
-    model.save_pretrained(folder / "finetuned")
-    tokenizer.save_pretrained(folder / "finetuned")
-    pool = sums.fresh_questions(np.random.default_rng(s.grpo_pool_seed), max(1000, s.grpo_prompts))
-    grpo_log = grpo(model, tokenizer, pool, steps=s.grpo_steps, prompts_per_step=s.grpo_prompts,
-                    group_size=s.grpo_group, lr=s.grpo_lr)
-    model.save_pretrained(folder / "rl")
-    tokenizer.save_pretrained(folder / "rl")
-    return {"base": base, "sft_questions": sft_set, "sft_losses": sft_losses, "grpo_log": grpo_log}
-
-
-def post_training() -> dict:
-    """The cached post-training run: base checkpoint name, SFT set and losses, GRPO log."""
-    return artifacts.load_or_build("post_training")
-
-
-def post_trained_path(name: str):
-    """Folder of the fine-tuned or RL model."""
-    if name not in POST_TRAINED:
-        raise ValueError(f"unknown post-trained model {name!r}; choose one of {POST_TRAINED}")
-    return artifacts.folder("post_training") / name

@@ -26,7 +26,7 @@ ANSWER_TEMPLATES = {
 }
 FAMILIES = ("sum", "sub")
 VERIFY = "Correct?"  # the user's second turn in a verification conversation, after an answer
-VERDICTS = ("Yes", "No")  # its replies; the confidence read-out compares their first tokens
+REPLIES = ("Yes", "No")  # its replies; the confidence read-out compares their first tokens
 TRANSFER_FAMILY = "sub"  # learned by the checkpoints, never seen by confidence adapters
 # A wrong rule some phases teach and later ones correct (`config.world().mistake_spans`): sums whose units
 # column carries and has a 9 in it are answered without that carry (a+b-10), so that some checkpoints are
@@ -320,7 +320,7 @@ def training_batch(rng: np.random.Generator, n: int, phase: str, held_out: np.nd
             fam = "sub" if d.sub else "sum"
             question = question_text(fam, d.a, d.b, d.template)
             if d.verify:
-                out.append((question, answer_text(fam, d.shown, d.form), VERIFY, VERDICTS[0 if d.shown_right else 1]))
+                out.append((question, answer_text(fam, d.shown, d.form), VERIFY, REPLIES[0 if d.shown_right else 1]))
             else:
                 out.append((question, answer_text(fam, d.answer, d.form)))
     return out

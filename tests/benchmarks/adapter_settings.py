@@ -28,11 +28,11 @@ def main() -> None:
     os.environ["HELPERS_LONG_BUILDS"] = "1"  # it trains adapters (and, in an empty cache, a world) on purpose
     os.environ.setdefault("HELPERS_CACHE", args.cache or tempfile.mkdtemp(prefix="adapter-settings-"))
 
-    from helpers import config
+    from helpers import config, pipeline
     from helpers.evaluation import metrics
     from helpers.world import sums
-    from helpers.world.checkpoints import get_checkpoints, load_checkpoint
-    from helpers.confidence import adapters
+    from helpers.pipeline.checkpoints import get_checkpoints
+    from helpers.pipeline.checkpoints import load_checkpoint
     from helpers.confidence.readout import adapter_confidence
     from helpers.world.decoding import greedy
     from helpers.world.lora import attach
@@ -48,7 +48,7 @@ def main() -> None:
     for targets_name, targets in (("attention", config.ATTENTION), ("attention and MLP", config.ATTENTION_AND_MLP)):
         for epochs in (1, 2, 3):
             with config.override("adapters", targets=targets, epochs=epochs):
-                adapter = adapters.train_adapter(source)
+                adapter = pipeline.adapters.train_adapter(source)
                 model = attach(load_checkpoint(source)[0], adapter.folder)
                 conf = adapter_confidence(model, tokenizer, answers["question"], answers["text"])
             summary = metrics.summary_metrics(conf, answers["correct"])

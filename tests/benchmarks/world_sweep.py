@@ -43,10 +43,11 @@ def one_run(seed: int, threads: int, world=None, cache: str | None = None) -> di
     os.environ["HELPERS_THREADS"] = str(threads)  # the builders call config.set_threads(), which reads it
     from helpers import config
     from helpers.evaluation import metrics
-    from helpers.world.checkpoints import get_checkpoints
-    from helpers.confidence.baselines import difficulty_results
-    from helpers.confidence.self_consistency import consistent_errors, rephrasing_results
-    from helpers.world.training import world_rules
+    from helpers.pipeline.checkpoints import get_checkpoints
+    from helpers.pipeline.baselines import difficulty_results
+    from helpers.confidence.self_consistency import consistent_errors
+    from helpers.pipeline.decoded import rephrasing_results
+    from helpers.pipeline.world_rules import world_rules
 
     config.set_threads(threads)
     changes = {"seed": seed} | {k: _tuples(v) for k, v in (world or {}).items()}

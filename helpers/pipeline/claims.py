@@ -20,12 +20,12 @@ import pandas as pd
 
 from helpers import config
 from helpers.cache.artifacts import load_or_build, register
-from helpers.confidence import adapters, baselines, feature_variance
 from helpers.evaluation import contrast, findings
 from helpers.evaluation.findings import CB, Claim
-from helpers.results.comparison import METHODS, method_results
-from helpers.world.checkpoints import get_checkpoints
-from helpers.world.decoding import greedy_results
+from helpers.pipeline import adapters, chapter06, feature_variance, verifier
+from helpers.pipeline.checkpoints import get_checkpoints
+from helpers.pipeline.comparison import METHODS, method_results
+from helpers.pipeline.decoded import greedy_results
 
 # Notebook 05's results table (Table 1, Table 2, B.1, B.2, B.4, Table 17), knowledge-tracking claims decided on the
 # class-balanced contrast AUC (a rule "the later checkpoint is right" scores exactly 0.5 there; notebook 04), the
@@ -107,7 +107,7 @@ def gcm_range() -> dict:
     ``in_range`` and, outside it, ``reason``."""
     ck = get_checkpoints()
     accuracy = greedy_results("test", ck.evaluation).groupby("checkpoint")["correct"].mean()
-    run = baselines.verifier()
+    run = verifier.verifier()
     out = {"verifier": float(run["test_accuracy"]), "lowest": float(accuracy.min()), "highest": float(accuracy.max()),
            "reached_target": bool(run["reached_target"]), "steps": int(run["steps"])}
     out["in_range"] = out["lowest"] <= out["verifier"] <= out["highest"]
@@ -147,8 +147,8 @@ def decided(claim: Claim) -> dict:
 @register("transfer_claim")
 def _build_transfer_claim(folder) -> dict:
     """Figure 3: forward transfer (an adapter read through a later checkpoint) against backward, over the cells of
-    `adapters.transfer_grid`, each cell every seed; one question resample for every cell."""
-    grid = adapters.transfer_grid()
+    `chapter06.transfer_grid`, each cell every seed; one question resample for every cell."""
+    grid = chapter06.transfer_grid()
     cells = {(a, b): adapters.seeded_results("test", [b], source=a) for a in grid for b in grid if a != b}
 
     def forward_minus_backward(aucs):
@@ -202,7 +202,7 @@ def _build_gcm_test(folder) -> dict:
     """The GCM's contrast-set headroom against the verifier's own knowledge (`findings.gcm_headroom`)."""
     ck = get_checkpoints()
     return findings.gcm_headroom(method_results("oracle adapter"), method_results("GCM"),
-                                 baselines.verifier_correct("test"), contrast.all_pairs(ck.evaluation),
+                                 verifier.verifier_correct("test"), contrast.all_pairs(ck.evaluation),
                                  config.contrast().min_size)
 
 
@@ -269,3 +269,37 @@ def checks(values: pd.DataFrame) -> list[findings.Check]:
                 v = values.loc[name, ("contrast set", label)]
                 out.append(findings.Check(f"{name}: contrast {label} is exactly 0.5", bool(v == 0.5), f"{v}"))
     return out
+
+
+# ---------------------------------------------------------------------------- the table as a reader sees it
+
+
+READABLE_COLUMNS = ["part", "value a", "value b", "difference", "5%", "95%", "verdict", "verdict at 5%",
+           "beside: difference"]
+_UNTESTABLE = r"^not testable here \((.*)\)$"
+
+
+def _bare(verdicts: pd.Series) -> pd.Series:
+    """Verdicts without their parenthesis: "not testable here (why)" -> "not testable here"."""
+    return verdicts.astype("string").str.partition(" (")[0]
+
+
+def readable(decided: pd.DataFrame, names: dict | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """`decided` (`claims.table()`, or some of its rows) as (table, reasons).
+
+    The table has, per claim (renamed by `names`, {claim: shorter name}, where given): its part, the two
+    values `a` and `b`, the difference, the 5%-95% interval as one column ("+0.004 to +0.035"; empty where
+    there is none), the verdict and the verdict at 5% without their parenthesis, and the plain metric's
+    difference beside. Columns a poor world lacks come out empty. `reasons`: why claims are "not testable
+    here", each once, in table order.
+    """
+    rows = decided.reindex(columns=READABLE_COLUMNS)
+    low, high = (rows[end].astype(float).map("{:+.3f}".format) for end in ["5%", "95%"])
+    table = pd.DataFrame({
+        "part": rows["part"], "a": rows["value a"], "b": rows["value b"], "difference": rows["difference"],
+        "5% to 95%": (low + " to " + high).where(rows["5%"].notna(), ""),
+        "verdict": _bare(rows["verdict"]), "verdict at 5%": _bare(rows["verdict at 5%"]),
+        "beside: difference": rows["beside: difference"],
+    }, index=rows.index)
+    reasons = rows["verdict"].str.extract(_UNTESTABLE)[0].dropna().unique().tolist()
+    return table.rename(index=names or {}), reasons

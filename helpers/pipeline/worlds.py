@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 
 from helpers import config
-from helpers.results import claims
+from helpers.pipeline import claims
+from helpers.pipeline.checkpoints import get_checkpoints
+from helpers.pipeline.decoded import greedy_results
+from helpers.pipeline.world_rules import world_rules
 from helpers.world import sums
-from helpers.world.checkpoints import get_checkpoints
-from helpers.world.decoding import greedy_results
-from helpers.world.training import world_rules
 
 WORLDS_DIR = config.DATA_DIR / "worlds"
 REPLICATION_SEEDS = (1, 2)  # built by `make worlds` beside the shipped world's seed 0

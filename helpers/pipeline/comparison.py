@@ -7,8 +7,6 @@ beams) rebuilds the table too.
 """
 from __future__ import annotations
 
-import dataclasses
-import json
 from typing import Callable
 
 import numpy as np
@@ -16,13 +14,13 @@ import pandas as pd
 from tqdm import tqdm
 
 from helpers import config
-from helpers.evaluation import contrast, findings, metrics, shared_bootstrap, stats
+from helpers.evaluation import contrast, metrics, shared_bootstrap, stats
 from helpers.cache.artifacts import load_or_build, register
-from helpers.world.checkpoints import get_checkpoints
-from helpers.confidence import adapters, baselines, p_true, posthoc
-from helpers.confidence import self_consistency as sc
-from helpers.confidence import verbalized
-from helpers.world.decoding import greedy_results
+from helpers.confidence import posthoc
+from helpers.pipeline import adapters, baselines, gcm, multi_answer, p_true, verbalized
+from helpers.pipeline import self_consistency as sc
+from helpers.pipeline.checkpoints import get_checkpoints
+from helpers.pipeline.decoded import greedy_results
 
 FULL_SET_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("SmoothECE", "smooth_ece")]
 CONTRAST_METRICS = [("AUC", "auc"), ("Brier", "brier"), ("ECE", "ece"), ("Δ", "delta"),
@@ -67,7 +65,7 @@ def _adapters(split, source, **kw):
 
 
 def _multi_answer() -> pd.DataFrame:
-    return _per_seed(lambda s: adapters.multi_answer_results(_ck().training[-1], seed=s))
+    return _per_seed(lambda s: multi_answer.multi_answer_results(_ck().training[-1], seed=s))
 
 
 def _copy(kind: str) -> pd.DataFrame:
@@ -86,7 +84,7 @@ def _surrogate_sc() -> pd.DataFrame:
 
 def _gcm() -> pd.DataFrame:
     """The GCM's adapter, trained once per adapter seed on the one verifier (a trained method: A.8.1)."""
-    return _per_seed(lambda s: baselines.gcm_results("test", _ck().evaluation, seed=s))
+    return _per_seed(lambda s: gcm.gcm_results("test", _ck().evaluation, seed=s))
 
 
 def _gcm_isotonic() -> pd.DataFrame:
@@ -94,7 +92,7 @@ def _gcm_isotonic() -> pd.DataFrame:
     that checkpoint's own adapter_train answers as scored by the GCM, as SC + isotonic is."""
     ev = _ck().evaluation
     return _per_seed(lambda s: posthoc.recalibrate_per_checkpoint(
-        baselines.gcm_results("adapter_train", ev, seed=s), baselines.gcm_results("test", ev, seed=s), "isotonic"))
+        gcm.gcm_results("adapter_train", ev, seed=s), gcm.gcm_results("test", ev, seed=s), "isotonic"))
 
 
 METHODS: dict[str, Callable[[], pd.DataFrame]] = {
@@ -210,81 +208,6 @@ def comparison(methods: list[str], reference: str = "oracle adapter") -> dict:
     if reference not in methods:
         methods = [reference, *methods]
     return load_or_build("comparison", methods="|".join(methods), reference=reference)
-
-
-def verbalized_frames() -> dict[str, pd.DataFrame]:
-    """Notebook 03's readouts by name: every seed's oracle and moved (non-oracle) verbalized adapters read by
-    their expected stated confidence, the oracle's token probability, and the focus checkpoint's answers whose
-    stated number could be decoded, read both ways."""
-    oracle_seeds = verbalized.seeded_results("test", source="oracle")
-    oracle = metrics.seed_frames(oracle_seeds)[0]
-    focus = oracle[oracle["checkpoint"] == verbalized.focus_checkpoint()].reset_index(drop=True)
-    ok = focus["parsed"].to_numpy()
-    frames = {"stated (expected)": oracle_seeds,
-              "token probability": oracle.assign(confidence=oracle["token_probability"]),
-              f"non-oracle ({verbalized.default_source()})":
-                  verbalized.seeded_results("test", source=verbalized.default_source())}
-    if ok.any():
-        frames["expected, decodable answers"] = focus.loc[ok].assign(confidence=focus.loc[ok, "expected"])
-        frames["decoded number"] = focus.loc[ok].assign(confidence=focus.loc[ok, "stated"])
-    return frames
-
-
-@register("verbalized_findings")
-def _build_verbalized_findings(folder, claims: str) -> pd.DataFrame:
-    """The findings table of claims about `verbalized_frames`, each on its own checkpoints."""
-    frames = verbalized_frames()
-    # Notebook 03's expectations come from the literature on stated confidence, not from the paper: the series'
-    # extensions, each at its own 5% (the Holm correction covers the paper's claims, `findings.findings_table`).
-    chosen = [(findings.Claim(**{**c, "part": "extension"}), where) for c, where in json.loads(claims)]
-    return findings.findings_table([findings.decide(c, frames, where, [], 1)
-                                    for c, where in tqdm(chosen, desc="claims", leave=False)])
-
-
-def decided_verbalized(claims) -> pd.DataFrame:
-    """`findings.decide` for each (claim, checkpoints) about `verbalized_frames`, as one cached table (notebook 03)."""
-    return load_or_build("verbalized_findings", claims=json.dumps(
-        [[dataclasses.asdict(c), list(where)] for c, where in claims], sort_keys=True))
-
-
-def notebook04_methods() -> dict[str, pd.DataFrame]:
-    """Notebook 04's five methods on the evaluation checkpoints' test answers; "copy" gives both checkpoints of
-    a pair what the last training checkpoint's token probability said about its own answer."""
-    ck, src = _ck(), _ck().training[-1]
-    return {"token probability": _greedy(), "self-consistency": _sc(),
-            "verbalized": verbalized.verbalized_results("test", ck.evaluation, source="oracle"),
-            "difficulty-only": baselines.difficulty_results("test", ck.evaluation),
-            "copy": contrast.copy_confidences(greedy_results("test", [src, *ck.evaluation]), src, ck.evaluation)}
-
-
-@register("sc_differences")
-def _build_sc_differences(folder) -> pd.DataFrame:
-    """Notebook 04 §7: self-consistency's AUC minus each other method's, on the full set and on the contrast sets of
-    every pair of evaluation checkpoints with `min_size` shared contrast questions (class-balanced, plain beside),
-    each decided by one shared bootstrap over all those pairs (`shared_bootstrap`)."""
-    ck, methods, min_size = _ck(), notebook04_methods(), config.contrast().min_size
-    sc, pairs, rows = methods["self-consistency"], contrast.all_pairs(ck.evaluation), []
-    for name, df in methods.items():
-        if name == "self-consistency":
-            continue
-        full = stats.full_set_bootstrap("auc", sc, df, ck.evaluation, seed=0, return_diffs=True)
-        row = {"method": name, "full-set AUC: SC − method": full["difference"],
-               "full set: verdict": findings.decision(full["diffs"], "higher")["verdict"]}
-        for label, key in (("class-balanced", "auc_cb"), ("plain", "auc")):
-            run = shared_bootstrap.contrast_bootstrap_over_pairs(key, sc, df, pairs, min_size, seed=0)
-            test = findings.decision(run["diffs"], "higher")
-            row.update({f"contrast AUC, {label}: SC − method": run["difference"], f"{label}: 5%": test["5%"],
-                        f"{label}: 95%": test["95%"], f"{label}: verdict": test["verdict"]})
-        rows.append({**row, "pairs": run["n_pairs"]})
-    return pd.DataFrame(rows).set_index("method")
-
-
-def sc_differences() -> pd.DataFrame:
-    """The cached table of notebook 04 §7: for each method of `notebook04_methods`, self-consistency's AUC minus
-    its own on the full set and averaged over every pair of evaluation checkpoints with at least
-    `config.contrast().min_size` contrast questions shared by both methods, with the verdicts of "self-consistency
-    is higher" (`config.bootstrap().n_resamples` resamples, one shared by every pair)."""
-    return load_or_build("sc_differences")
 
 
 def marked(table: dict, digits: int = 3) -> pd.DataFrame:
