@@ -4,6 +4,7 @@ from helpers exists, and every `module.name` it uses on a helpers module exists;
 from __future__ import annotations
 
 import ast
+import json
 import importlib
 import re
 from pathlib import Path
@@ -85,3 +86,42 @@ def test_every_make_target_is_listed_by_make_help():
     phony = re.search(r"^\.PHONY: (.*)$", text, re.MULTILINE).group(1).split()
     described = set(re.findall(r"^([a-z-]+):.*## ", text, re.MULTILINE))
     assert set(phony) == described, f"targets without a `## description`: {sorted(set(phony) - described)}"
+
+
+def test_the_where_used_index_in_the_api_page_is_current():
+    """docs/api.md ends with the generated index of which notebook uses which helper (tools/where_used.py)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import where_used
+
+    text = where_used.API.read_text()
+    assert where_used.rewritten(text) == text, "docs/api.md's where-used index is out of date: run " \
+                                               "`python tools/where_used.py`"
+
+
+@pytest.mark.parametrize("twin", sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb")), ids=lambda p: p.name[:2])
+def test_each_notebook_names_the_functions_behind_its_results(twin):
+    """*Under the hood* says where the code is: every file it names exists, in a method layer, and every function
+    it names is defined in one of those files, so a student reaches the method in one hop from the notebook."""
+    cells = json.loads(twin.read_text())["cells"]
+    texts = ["".join(c["source"]) if c["cell_type"] == "markdown" else None for c in cells]
+    start = next(i for i, t in enumerate(texts) if t and t.startswith("## Under the hood"))
+    end = next((i for i in range(start + 1, len(texts)) if texts[i] is None or texts[i].startswith("## ")), len(texts))
+    hood = "\n\n".join(texts[start:end])  # the section's markdown cells
+    where = next((part for part in re.split(r"\n(?:- )?(?=\*\*)", hood) if part.startswith("**Where the code is.**")),
+                 None)
+    assert where, f"{twin.name}: its Under the hood has no '**Where the code is.**' paragraph"
+    files = re.findall(r"`(helpers/[\w/]+\.py)`", where)
+    assert files, f"{twin.name}: 'Where the code is' names no helpers file"
+    defined = set()
+    for name in files:
+        path = ROOT / name
+        assert path.exists(), f"{twin.name} names {name}, which does not exist"
+        assert name.split("/")[1] in ("world", "evaluation", "confidence", "pipeline"), name
+        defined |= {n.name for n in ast.parse(path.read_text()).body
+                    if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    functions = [f for f in re.findall(r"`(\w+)`", where)]
+    assert functions, f"{twin.name}: 'Where the code is' names no function"
+    missing = sorted(set(functions) - defined)
+    assert not missing, f"{twin.name} names functions that none of {files} defines: {missing}"

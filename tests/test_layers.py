@@ -114,7 +114,7 @@ def test_every_builder_lives_in_the_pipeline_layer():
 
 def test_the_layers_are_the_folders():
     folders = sorted(p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith("__"))
-    assert sorted(helpers.LAYERS) == sorted(folders + ["config"])
+    assert sorted(helpers.LAYERS) == folders
     assert {m.split(".")[0] for m in MODULES} == set(helpers.LAYERS)
 
 

@@ -51,7 +51,7 @@ def sanitize(text: str) -> str:
 
 def same_environment() -> bool:
     """Whether this machine has the world's package versions and CPU kernels (then outputs match exactly)."""
-    from helpers import CPU_KERNELS
+    from helpers.cache.kernels import CPU_KERNELS
     from helpers.cache import artifacts
     from helpers.build.notebook import cpu_kernels
 

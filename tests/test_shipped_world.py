@@ -35,59 +35,59 @@ def _shipped_world():
 
 
 def _has_avx2() -> bool:
-    import helpers
+    from helpers.cache import kernels
 
-    return "avx2" in helpers._cpu_flags()
+    return "avx2" in kernels.cpu_flags()
 
 
 def test_torch_and_numpy_run_the_shipped_worlds_cpu_kernels_where_the_processor_has_them():
     """helpers pins torch's kernels and numpy's loops before either loads (helpers/__init__.py, and
     tests/conftest.py imports helpers first); where the processor has no AVX2 (or is not x86-64 Linux),
     they pick and the setup cell says so."""
-    import helpers
+    from helpers.cache import kernels
     from helpers.build.notebook import cpu_kernels
 
     if not _has_avx2():
         pytest.skip("no AVX2 on this processor (or not Linux): torch and numpy pick their own kernels")
-    assert os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "avx2" == helpers.CPU_KERNELS.lower()
-    assert cpu_kernels() == helpers.CPU_KERNELS  # and no ", numpy AVX-512"
+    assert os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "avx2" == kernels.CPU_KERNELS.lower()
+    assert cpu_kernels() == kernels.CPU_KERNELS  # and no ", numpy AVX-512"
 
 
 def test_the_kernel_pin_keeps_a_users_choice_and_skips_other_processors(monkeypatch):
-    import helpers
+    from helpers.cache import kernels
 
-    flags = helpers._cpu_flags()  # before platform.machine is patched below
+    flags = kernels.cpu_flags()  # before platform.machine is patched below
     for name in ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES"):
         monkeypatch.setenv(name, "mine")
-    helpers._pin_cpu_kernels()
+    kernels.pin()
     assert os.environ["ATEN_CPU_CAPABILITY"] == os.environ["NPY_DISABLE_CPU_FEATURES"] == "mine"  # kept
     for name in ("ATEN_CPU_CAPABILITY", "NPY_DISABLE_CPU_FEATURES"):
         monkeypatch.delenv(name)
     monkeypatch.setattr(platform, "machine", lambda: "arm64")
-    helpers._pin_cpu_kernels()
+    kernels.pin()
     assert "ATEN_CPU_CAPABILITY" not in os.environ and "NPY_DISABLE_CPU_FEATURES" not in os.environ  # not x86
     if "avx2" in flags:
         monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-        helpers._pin_cpu_kernels()
+        kernels.pin()
         assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
         avx512 = "avx512f" in flags
-        assert os.environ.get("NPY_DISABLE_CPU_FEATURES") == (helpers.NUMPY_AVX512 if avx512 else None)
+        assert os.environ.get("NPY_DISABLE_CPU_FEATURES") == (kernels.NUMPY_AVX512 if avx512 else None)
 
 
 def test_numpys_avx512_targets_are_the_ones_this_numpy_dispatches():
     """NUMPY_AVX512 names dispatch targets of the pinned numpy: a name numpy does not know would be ignored."""
-    import helpers
+    from helpers.cache import kernels
     from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 
     known = set(__cpu_dispatch__) | set(__cpu_features__)
-    assert set(helpers.NUMPY_AVX512.split()) <= known
+    assert set(kernels.NUMPY_AVX512.split()) <= known
 
 
 @pytest.mark.slow
 def test_a_retrained_prefix_matches_the_shipped_run(tmp_path, monkeypatch):
     if shipped.read_index() is None:
         pytest.skip("no shipped world in data/world/")
-    from helpers import CPU_KERNELS
+    from helpers.cache.kernels import CPU_KERNELS
     from helpers.build.notebook import cpu_kernels
 
     if cpu_kernels() != CPU_KERNELS:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import platform
 from importlib import metadata
 
-from helpers import CPU_KERNELS, NUMPY_AVX512, config
+from helpers import config
+from helpers.cache.kernels import CPU_KERNELS, NUMPY_AVX512
 from helpers.cache import shipped
 from helpers.figures.plots import use_style
 

@@ -40,7 +40,7 @@ def _batches(examples: pd.DataFrame, batch_size: int, rng: np.random.Generator, 
     batches = []
     for rows in groups.values():
         # Not sorted by length: batches of equal-length prompts train 10% faster but group the answer
-        # forms together, and cost 0.04 test AUC (measured on an earlier world's last checkpoint).
+        # forms together, and cost 0.04 test AUC (measured on a last checkpoint).
         rows = rng.permutation(rows)
         batches += [rows[i:i + batch_size] for i in range(0, len(rows), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]

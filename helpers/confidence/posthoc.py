@@ -4,7 +4,7 @@ Three maps from a confidence to the probability of being right, all monotone: is
 (scikit-learn, a step function), temperature scaling (one parameter, logit(p) / T) and Platt
 scaling (logistic regression on logit(p)). Being monotone within a checkpoint, none of them can
 reorder that checkpoint's answers: they can fix full-set calibration, and they cannot raise AUC
-(isotonic's flat steps can lower it slightly through ties). Used by notebooks 02 and 05.
+(isotonic's flat steps can lower it slightly through ties).
 """
 from __future__ import annotations
 

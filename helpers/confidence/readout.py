@@ -4,13 +4,12 @@ The prompt is the question, the checkpoint's answer and a second user turn `Corr
 P(`Y`) / (P(`Y`) + P(`N`)) at the next position, read through the checkpoint's **own** LM head and
 embeddings (paper A.7: no new head). The world's training stream holds verification conversations that
 end in `Yes` or `No` (helpers.world.sums.training_batch), so every checkpoint has learned what `Y` and `N`
-mean there: the bare checkpoint's read-out is P(True) (helpers.confidence.p_true), and an adapter
-fine-tunes it. Used by the confidence adapters (helpers.confidence.adapters, notebooks 05, 06), P(True)
-and the GCM (helpers.confidence.baselines).
+mean there: the bare checkpoint's read-out is P(True) (helpers.pipeline.p_true), and an adapter
+(helpers.confidence.adapters) fine-tunes it.
 
-An earlier world never showed `Y` or `N` to the LM; their output embeddings were near-copies, and the
-read-out divided the Y/N gap by ‖w_Y − w_N‖ to be usable at all. With a head that has learned `Yes`/`No`
-that division is gone (the measurement is in the notes of helpers.config.Adapters).
+Why the stream teaches `Yes` and `No`: a head that has never seen `Y` or `N` has near-identical output
+embeddings for them, and the gap between their logits says almost nothing (the measurement is in the notes
+of helpers.config.Adapters).
 """
 from __future__ import annotations
 

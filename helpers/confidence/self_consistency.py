@@ -3,7 +3,7 @@
 The paper (A.6) groups a model's 10 beams by NLI mutual entailment; here meaning is numeric, so beams
 are grouped by the number `sums.parse_answer` reads ("936" and "It is 936." are one group).
 answer = the group with the largest probability mass; confidence = that mass over the mass of all
-returned beams. Used by notebooks 02, 04, 05 and 06. Sizes: `config.self_consistency()`.
+returned beams. Sizes: `config.self_consistency()`.
 """
 from __future__ import annotations
 

@@ -9,8 +9,6 @@ conditioned away from what they were calibrated for: two independent, calibrated
 `normalize_pair` turns a pair of confidences into the probability that each member is the
 right one, and the metrics here are computed on those normalized pairs, per checkpoint pair,
 then averaged across pairs, never pooled (paper A.3).
-
-Used by notebooks 04 (contrast sets), 05 (confidence adapters) and 06 (multi-checkpoint training).
 """
 from __future__ import annotations
 
@@ -35,13 +33,13 @@ Normalizer = Callable[[np.ndarray, np.ndarray], "tuple[np.ndarray, np.ndarray]"]
 
 
 def consecutive_pairs(checkpoints: Sequence[str]) -> list[tuple[str, str]]:
-    """Neighbouring (earlier, later) pairs in the given order. Used by notebooks 04-06."""
+    """Neighbouring (earlier, later) pairs in the given order."""
     names = _checkpoint_list(checkpoints)
     return list(zip(names[:-1], names[1:]))
 
 
 def all_pairs(checkpoints: Sequence[str]) -> list[tuple[str, str]]:
-    """Every (earlier, later) pair, keeping the given order. Used by notebooks 04-06."""
+    """Every (earlier, later) pair, keeping the given order."""
     return list(combinations(_checkpoint_list(checkpoints), 2))
 
 
@@ -59,7 +57,7 @@ def _checkpoint_list(checkpoints: Sequence[str]) -> list[str]:
 
 
 def contrast_set(df: pd.DataFrame, ckpt_i: str, ckpt_j: str) -> pd.DataFrame:
-    """Questions answered by both checkpoints whose correctness differs. Used by notebooks 04-06.
+    """Questions answered by both checkpoints whose correctness differs.
 
     ``ckpt_i`` should be the earlier checkpoint: ``kind`` is "improvement" where i is wrong and
     j right, "regression" where i is right and j wrong. Returns columns ``question_id,
@@ -107,7 +105,7 @@ def _one_checkpoint(df: pd.DataFrame, names: np.ndarray, name: str) -> tuple[np.
 
 
 def normalize_pair(p_i, p_j):
-    """Probability that each member of a contrast pair is the right one. Used by notebooks 04-06.
+    """Probability that each member of a contrast pair is the right one.
 
     q_i = p_i(1-p_j) / Z and q_j = p_j(1-p_i) / Z with Z = p_i(1-p_j) + p_j(1-p_i): the chance
     that only i is right, among the two ways exactly one is right, if the two were independent
@@ -166,7 +164,7 @@ class FittedNormalization:
 
 
 def fitted_normalization(p_i, p_j, correct_i, C: float = 1.0) -> FittedNormalization:
-    """Fit the paper's B.1 alternative to `normalize_pair` on contrast-set data. Used by notebook 04.
+    """Fit the paper's B.1 alternative to `normalize_pair` on contrast-set data.
 
     A logistic regression on (logit p_i, logit p_j), with p clipped to [1e-6, 1 - 1e-6],
     predicts whether checkpoint i is the right one. It is fitted on the evaluation data it
@@ -200,7 +198,7 @@ def _logit_features(p_i, p_j) -> np.ndarray:
 
 
 def contrast_rows(df: pd.DataFrame, ckpt_i: str, ckpt_j: str, normalizer: Normalizer | None = None) -> pd.DataFrame:
-    """The normalized contrast set in long form, two rows per question. Used by notebooks 04-06.
+    """The normalized contrast set in long form, two rows per question.
 
     Columns ``question_id, checkpoint, confidence, correct, kind``: ``confidence`` is the
     normalized q of that checkpoint. This is the layout `helpers.evaluation.stats.paired_bootstrap` takes
@@ -219,7 +217,7 @@ def contrast_rows(df: pd.DataFrame, ckpt_i: str, ckpt_j: str, normalizer: Normal
 
 
 def pair_metrics(contrast: pd.DataFrame, n_bins: int = 15, normalizer: Normalizer | None = None) -> dict:
-    """Metrics of one contrast set (the output of `contrast_set`). Used by notebooks 04-06.
+    """Metrics of one contrast set (the output of `contrast_set`).
 
     - ``auc``, ``brier``: on the 2n normalized values [q_i, q_j] with labels [c_i, c_j].
     - ``ece`` (binned, `n_bins` equal-width bins) and ``smooth_ece``: on the later checkpoint's
@@ -274,7 +272,7 @@ def contrast_metrics_per_pair(
     n_bins: int = 15,
     normalizer: Normalizer | str | None = None,
 ) -> pd.DataFrame:
-    """One row per (ckpt_i, ckpt_j) pair: sizes, ``included`` and the `pair_metrics`. Used by notebooks 04-06.
+    """One row per (ckpt_i, ckpt_j) pair: sizes, ``included`` and the `pair_metrics`.
 
     Columns ``ckpt_i, ckpt_j, n, n_improvement, n_regression, included`` and the metric columns
     (see `pair_metrics`). ``included`` is n >= `min_size` (the paper uses 500, 300 for its
@@ -312,7 +310,7 @@ def contrast_metrics(
     normalizer: Normalizer | str | None = None,
     if_none: str = "warn",
 ) -> pd.Series:
-    """Contrast-set metrics averaged across the pairs with at least `min_size` questions. Used by notebooks 04-06.
+    """Contrast-set metrics averaged across the pairs with at least `min_size` questions.
 
     Averaged, never pooled: the normalization assumes exactly one right answer per pair of
     answers, which pooling several pairs' rows would blur (paper A.3). Class-balanced metrics
@@ -378,7 +376,7 @@ def _resolve_normalizer(normalizer, contrasts, sizes, min_size) -> Normalizer | 
 
 
 def copy_confidences(df: pd.DataFrame, source_ckpt: str, target_ckpts: Sequence[str]) -> pd.DataFrame:
-    """The copy ablation: targets get the source checkpoint's confidence per question. Used by notebook 05.
+    """The copy ablation: targets get the source checkpoint's confidence per question.
 
     Answers and correctness stay the target's own; only ``confidence`` is replaced by what the
     source (training) checkpoint gave its own answer to the same question. Both members of any
@@ -408,7 +406,7 @@ def copy_confidences(df: pd.DataFrame, source_ckpt: str, target_ckpts: Sequence[
 
 
 def flip_counts(df: pd.DataFrame, checkpoints: Sequence[str] | None = None) -> pd.DataFrame:
-    """Improvements and regressions for every (earlier, later) pair of checkpoints. Used by notebook 00.
+    """Improvements and regressions for every (earlier, later) pair of checkpoints.
 
     Returns one row per pair: ``ckpt_i, ckpt_j, improvements, regressions, contrast`` (their sum).
     """

@@ -357,7 +357,7 @@ def aurc(confidence, correct) -> float:
 
 def stack_seeds(make: Callable[[int], pd.DataFrame], seeds) -> pd.DataFrame:
     """make(seed) for every seed, stacked with a ``seed`` column: one frame holding a trained method's
-    result per seed (the inverse of `seed_frames`). Used by `adapters.seeded_results`,
+    result per seed (the inverse of `seed_frames`). Used by `pipeline.adapters.seeded_results`,
     `verbalized.seeded_results` and `comparison`."""
     seeds = list(seeds)
     if not seeds:
@@ -380,8 +380,7 @@ def seed_average(fn: Callable, df: pd.DataFrame, *args, **kwargs):
     """fn(df, ...) averaged over the seeds of `df` (paper A.8.1: reported values average over seeds).
 
     `fn` returns a number, a Series/dict of numbers or a frame (averaged cell by cell, rows matched by
-    index); a frame without a ``seed`` column is passed through unchanged. Used by `comparison` and
-    notebooks 03, 05 and 06."""
+    index); a frame without a ``seed`` column is passed through unchanged."""
     values = [fn(part, *args, **kwargs) for part in seed_frames(df)]
     if len(values) == 1:
         return values[0]

@@ -13,8 +13,6 @@ question**, used by every pair and by both methods:
 
 Metrics are the weighted forms of `contrast.pair_metrics` (AUC, Brier and Δ on both members of the
 pair, binned ECE on the later one), checked against scikit-learn's `sample_weight` in the tests.
-
-Used by `comparison` (notebooks 05 and 06) and `findings`.
 """
 from __future__ import annotations
 
@@ -227,7 +225,7 @@ def _segment_metric(metric: str, s: dict, weights: np.ndarray, factor: np.ndarra
 def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, pairs, min_size: int = 500,
                                   n: int | None = None, seed: int = 0, n_bins: int = 15, normalizer=None) -> dict:
     """Paired bootstrap of a contrast metric averaged over the pairs, one question resample shared by
-    every pair and both methods. Used by notebooks 05 and 06 (through `comparison`) and `findings`.
+    every pair and both methods.
 
     Each pair uses the contrast questions both methods share and counts when they are at least
     `min_size`. Returns the keys of `stats.paired_bootstrap` (``value_a``, ``value_b``,

@@ -7,10 +7,8 @@ regression for contrast sets, so every resample has the class mix of the data.
 
 The metric kernels are vectorized over a 2-D array with one resample per row, which makes
 1,000 resamples of 5,000 questions take well under a second (see tests/benchmarks/bench_stats.py).
-
-Used by notebooks 04 (contrast sets), 05 (confidence adapters) and 06 (multi-checkpoint training); the
-bootstrap of a contrast metric averaged over pairs is `shared_bootstrap`.
-The default numbers of resamples come from `config.bootstrap()`.
+The default numbers of resamples come from `config.bootstrap()`; the bootstrap of a contrast metric averaged
+over pairs is `shared_bootstrap`.
 """
 from __future__ import annotations
 
@@ -146,7 +144,7 @@ def paired_bootstrap(
     average_over: str | None = None,
     return_diffs: bool = False,
 ) -> dict:
-    """Paired, stratified bootstrap of metric(a) - metric(b) on the same questions. Used by notebooks 04-06.
+    """Paired, stratified bootstrap of metric(a) - metric(b) on the same questions.
 
     `df_a` and `df_b` have columns ``question_id, confidence, correct`` (others are ignored)
     and k rows per question, the same k for every question in both (k = 1 for one checkpoint,
@@ -341,7 +339,6 @@ def full_set_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, chec
     """Paired bootstrap of a full-set metric over several checkpoints, stratified by correctness.
 
     AUC and Brier are pooled over the checkpoints; ECE is averaged per checkpoint (paper A.3).
-    Used by notebooks 04-06.
     """
     checkpoints = list(checkpoints)
     a, b = (df[df["checkpoint"].isin(checkpoints)] for df in (df_a, df_b))
@@ -360,7 +357,7 @@ def contrast_bootstrap(metric: str, df_a: pd.DataFrame, df_b: pd.DataFrame, ckpt
 
     Each method's contrast set follows its own answers' correctness, so the comparison uses the
     questions in both. ECE uses the later checkpoint's normalized confidences only, as in
-    `contrast.pair_metrics`. Used by notebooks 04-06.
+    `contrast.pair_metrics`.
     """
     a, b = _shared(contrast_rows(df_a, ckpt_i, ckpt_j), contrast_rows(df_b, ckpt_i, ckpt_j))
     if metric in ("ece", "smooth_ece"):

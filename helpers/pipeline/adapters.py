@@ -223,7 +223,7 @@ def seeded_results(split: str = "test", eval_checkpoints=None, source="oracle", 
     """`adapter_results` once per seed (default `config.adapters().seeds`), stacked with a ``seed`` column.
 
     Metrics of such a frame average over its seeds and its bootstrap covers them (paper A.8.1;
-    `metrics.seed_average`, `shared_bootstrap.over_seeds`). Used by `comparison` and notebooks 05, 06."""
+    `metrics.seed_average`, `shared_bootstrap.over_seeds`)."""
     return metrics.stack_seeds(lambda s: adapter_results(split, eval_checkpoints, source, validate_seed(s), **kwargs),
                                config.adapters().seeds if seeds is None else seeds)
 

@@ -149,7 +149,7 @@ def scores(df: pd.DataFrame, pairs, min_size: int, checkpoints=None, normalizer=
     Full set over `checkpoints` (default: the evaluation checkpoints): AUC, Brier, ECE, SmoothECE.
     Contrast sets over `pairs` with at least `min_size` questions: AUC, Brier, ECE, SmoothECE, Δ,
     Δ class-balanced and the number of pairs. A frame with a ``seed`` column (a trained method) gets the
-    mean over its seeds (paper A.8.1). Used by the tables here and by notebook 04.
+    mean over its seeds (paper A.8.1).
     """
     full = metrics.seed_average(metrics.full_set_metrics, df, _ck().evaluation if checkpoints is None else checkpoints)
     cont = metrics.seed_average(contrast.contrast_metrics, df, pairs, min_size=min_size, normalizer=normalizer)
@@ -165,8 +165,6 @@ def _table_scores(df: pd.DataFrame, pairs, min_size: int) -> dict:
             + [("contrast set", label) for label, _ in CONTRAST_METRICS]}
 
 
-# 2: one question resample shared by the pairs; 3: class-balanced columns, non-oracle isotonic; 4: adapters over seeds;
-# 5: the GCM over seeds
 @register("comparison")
 def _build_comparison(folder, methods: str, reference: str) -> dict:
     """Metrics of several methods and, for each cell, whether it is distinguishable from the reference."""

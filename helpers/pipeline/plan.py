@@ -39,7 +39,7 @@ def stages() -> dict:
                                    **{f"feature variance {source}":
                                       (lambda source=source: feature_variance.feature_variance(source))
                                       for source in feature_variance.SOURCES}},
-        # The results tables, and every row of the findings table (`helpers.results.claims`), one task each.
+        # The results tables, and every row of the findings table (`helpers.pipeline.claims`), one task each.
         "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
                       for key, names in TABLES.items()},
                    "notebook 04 bootstrap": chapter04.sc_differences, "domain transfer claim": claims.domain_claim,

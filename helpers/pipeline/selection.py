@@ -23,8 +23,8 @@ def _build_selection(folder: Path) -> dict:
     """Score every save on the whole test and transfer_test splits, then pick the checkpoints the series uses.
 
     The whole splits, not the monitor: the rules (`world_rules`) count regressions and contrast sets on
-    them, and a 1,000-question sample misjudged them (the 57 regressions that a pick made on the sample
-    left between two neighbours of the seed-0 run, where the whole split allowed 132). The evaluation
+    them, and a 1,000-question sample misjudges them (a pick made on a sample can leave half the regressions
+    between neighbours that the whole split allows). The evaluation
     picks move as many operand ranges and subtraction both ways as the run allows (`evaluation_picks`).
     About two minutes.
     """

@@ -5,9 +5,9 @@ checkpoints and everything built from them differ. The shipped world is seed 0; 
 seeds 1 and 2, each into its own cache (`cache_for`), and checks the files below against a rebuild.
 Each world's results are three CSV files in ``data/worlds/seed-K/`` with a SHA-256 list:
 
-- ``claims.csv``: every row of the findings table (`helpers.results.claims.table`);
+- ``claims.csv``: every row of the findings table (`helpers.pipeline.claims.table`);
 - ``checkpoints.csv``: each selected checkpoint's step, window and test accuracies;
-- ``rules.csv``: every world rule (`helpers.world.training.world_rules`) with its value and whether it holds
+- ``rules.csv``: every world rule (`helpers.pipeline.world_rules.world_rules`) with its value and whether it holds
   (a world that misses one is reported, never dropped).
 
 Only these files are committed, not the worlds' archives: a world is about 40 MB, its results a few kB.

@@ -1,6 +1,6 @@
 """The tiny chat model: a character-level tokenizer and a GPT-2 built from the `world` settings.
 
-Used by every notebook through `helpers.world.checkpoints.load_checkpoint`; notebook 00 shows how it is made.
+Loaded by every notebook through `helpers.pipeline.checkpoints.load_checkpoint`; notebook 00 shows how it is made.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Post-training of a checkpoint: a short supervised fine-tune, then GRPO against the exact-answer verifier.
 
-Used by notebook 01 (its "fine-tuned model" and "RL model"). The GRPO step is written out here
-rather than taken from TRL: it is about forty lines, it keeps the dependency list short, and the
-notebook can show every step of the algorithm. Sizes come from `config.post_training()`.
+The GRPO step is written out here rather than taken from TRL: it is about forty lines, it keeps the
+dependency list short, and the notebook can show every step of the algorithm. Sizes come from
+`config.post_training()`; the cached run is `helpers.pipeline.post_training`.
 """
 from __future__ import annotations
 

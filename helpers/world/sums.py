@@ -1,7 +1,6 @@
 """The sum world: questions in chat form, their phrasings, answers, splits and features.
 
-Used by every notebook; notebook 00 introduces it. The sizes and the training mixture come from
-`config.splits()` and `config.world()`.
+The sizes and the training mixture come from `config.splits()` and `config.world()`.
 """
 from __future__ import annotations
 
