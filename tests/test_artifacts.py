@@ -260,12 +260,13 @@ def test_no_builder_declares_a_version():
 
 
 def test_a_second_builder_under_a_registered_name_is_refused():
-    def verbalized_frames(folder):  # another function than the one registered as "gcm_test"
+    def verbalized_frames(folder):  # another function than the one registered as "domain_claim"
         return None
 
-    with pytest.raises(ValueError, match="'gcm_test' is already built by helpers.pipeline.claims._build_gcm_test"):
-        artifacts.register("gcm_test")(verbalized_frames)
-    assert artifacts.REGISTRY["gcm_test"].build.__qualname__ == "_build_gcm_test"
+    with pytest.raises(ValueError,
+                       match="'domain_claim' is already built by helpers.pipeline.claims._build_domain_claim"):
+        artifacts.register("domain_claim")(verbalized_frames)
+    assert artifacts.REGISTRY["domain_claim"].build.__qualname__ == "_build_domain_claim"
 
 
 def test_failed_build_leaves_no_entry(tmp_cache):

@@ -15,7 +15,7 @@ from helpers import pipeline
 BUILT = ["world", "selection", "greedy", "post_training", "beams", "samples", "rephrasings", "verbalized_targets",
          "verbalized_adapter", "verbalized", "verbalized_rephrasings", "adapter", "adapter_results",
          "multi_answer_adapter", "gcm_verifier", "gcm", "gcm_results", "comparison", "feature_variance", "domain_claim",
-         "sc_differences", "claim", "transfer_claim", "random_claim", "gcm_test"]
+         "sc_differences", "claim", "transfer_claim", "random_claim"]
 
 
 @pytest.fixture(scope="module")

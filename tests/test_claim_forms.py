@@ -1,7 +1,7 @@
 """The forms of the findings' tests (issue: findings a calibration researcher would sign): class-balanced
 metrics under resampling weights against a reference, Holm's correction by hand, an equivalence test that a
-reversal cannot pass, a B.7 trend that a checkpoint's feature scale cannot move, Table 1's drop, and the table's
-parts and tally."""
+reversal cannot pass with an absolute margin and a level, B.7's permutation test, Table 1's drop like for like,
+and the table's parts and tally."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 
-from helpers.evaluation import contrast, findings
+from helpers.evaluation import claim_forms, contrast, findings
 from helpers.evaluation.shared_bootstrap import question_weights
 from test_shared_bootstrap import pair_values, world
 
@@ -78,37 +78,43 @@ def test_holm_never_lowers_a_p_value_and_keeps_their_order(p):
 
 
 def test_the_table_corrects_the_papers_claims_only():
-    rows = [{"claim": f"paper {k}", "part": "paper", "verdict": "reproduced", "p for": p, "p against": 1 - p}
+    rows = [{"claim": f"paper {k}", "part": "paper", "verdict": "reproduced", "p": p}
             for k, p in enumerate([0.001, 0.02, 0.03])]
-    rows.append({"claim": "extension", "part": "extension", "verdict": "reproduced", "p for": 0.03,
-                 "p against": 0.97})
+    rows.append({"claim": "extension", "part": "extension", "verdict": "reproduced", "p": 0.03})
     rows.append({"claim": "GCM", "part": "paper", "verdict": "not testable here (out of range)"})
     table = findings.findings_table(rows)
     # Holm over the 3 testable paper claims: 0.003, 0.04, 0.04 -> all below 0.05; the extension keeps its own
     assert list(table["verdict"]) == ["reproduced"] * 4 + ["not testable here (out of range)"]
     assert table.attrs["family"] == 3
-    assert table.attrs["counts"] == {"reproduced": 3, "contradicted": 0, "inconclusive": 0, "not testable here": 1}
-    rows[1]["p for"], rows[2]["p for"] = 0.03, 0.03  # 0.003, 0.06, 0.06: two fall to inconclusive
+    assert table.attrs["counts"] == {"reproduced": 3, "contradicted": 0, "inconclusive": 0, "metric-dependent": 0,
+                                     "not testable here": 1}
+    rows[1]["p"], rows[2]["p"] = 0.03, 0.03  # 0.003, 0.06, 0.06: two fall to inconclusive
     table = findings.findings_table(rows)
     assert list(table["verdict"][:3]) == ["reproduced", "inconclusive", "inconclusive"]
     assert list(table["verdict at 5%"][:3]) == ["reproduced"] * 3
 
 
 def test_similar_out_of_domain_is_not_reproduced_by_a_reversal():
-    """The domain claim is an equivalence test: an advantage that vanishes out of domain is reproduced, one that
-    reverses (the other method far ahead there) is contradicted, never reproduced as "shrinks" would be."""
+    """The domain claim is an equivalence test with an absolute margin and a level: an advantage that vanishes out
+    of domain, both methods near chance there, is reproduced; one that reverses (the other method far ahead
+    there) or stays is contradicted, never reproduced as "shrinks" would be."""
     names, good, noise = world()
     pairs = contrast.all_pairs(names)
     _, good_out, noise_out = world(seed=5)
-    vanishes = findings.gap_claim((good, noise), (good_out, good_out.copy()), pairs, (1, 1), n=300)
-    assert vanishes["outside"] == 0 and vanishes["verdict"] == "reproduced"
-    assert vanishes["margin"] == pytest.approx(0.5 * vanishes["inside"])
-    reverses = findings.gap_claim((good, noise), (noise_out, good_out), pairs, (1, 1), n=300)
+    _, noise_b, _ = world(seed=6)
+    poor = noise_out, noise_out.assign(confidence=noise_out["confidence"][::-1].to_numpy())
+    vanishes = claim_forms.gap_claim((good, noise), poor, pairs, (1, 1), 0.1, 0.6, n=300)
+    assert abs(vanishes["outside"]) < 0.05 and vanishes["verdict"] == "reproduced", vanishes
+    assert vanishes["margin"] == 0.1 and vanishes["outside a: 95%"] < 0.6
+    good_both = claim_forms.gap_claim((good, noise), (good_out, good_out.copy()), pairs, (1, 1), 0.1, 0.6, n=300)
+    assert good_both["outside"] == 0 and good_both["verdict"] == "contradicted"  # similar, but not poor
+    reverses = claim_forms.gap_claim((good, noise), (noise_out, good_out), pairs, (1, 1), 0.1, 0.6, n=300)
     assert reverses["outside"] < -reverses["margin"] and reverses["verdict"] == "contradicted"
-    stays = findings.gap_claim((good, noise), (good_out, noise_out), pairs, (1, 1), n=300)
+    assert reverses["p"] < 0.05 and vanishes["p"] < 0.05  # two-sided: twice the smaller direction's p
+    stays = claim_forms.gap_claim((good, noise), (good_out, noise_out), pairs, (1, 1), 0.1, 0.6, n=300)
     assert stays["verdict"] == "contradicted"
     with pytest.raises(ValueError):
-        findings.gap_claim((good, noise), (good_out, noise_out), pairs, (1, 10_000), n=50)
+        claim_forms.gap_claim((good, noise), (good_out, noise_out), pairs, (1, 10_000), 0.1, 0.6, n=50)
 
 
 def _variance(trend: float, n_ckpt=7, questions=300, seed=0) -> pd.DataFrame:
@@ -125,36 +131,21 @@ def _variance(trend: float, n_ckpt=7, questions=300, seed=0) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("trend, expected", [(0.3, "reproduced"), (-0.3, "contradicted"), (0.0, "inconclusive")])
-def test_variance_trend_verdicts(trend, expected):
+def test_b7_permutation_verdicts(trend, expected):
     names = [f"c{c}" for c in range(7)]
-    table = findings.variance_trend(_variance(trend), names, n=300)
-    assert list(table["verdict"]) == [expected, expected]
-    assert table.loc[1, "5%"] <= table.loc[1, "95%"]
-
-
-def test_one_checkpoints_feature_scale_does_not_move_the_b7_verdict():
-    names = [f"c{c}" for c in range(7)]
-    frame = _variance(0.0, seed=3)
-    before = findings.variance_trend(frame, names, n=300)
-    last = frame["checkpoint"] == "c6"
-    scaled = frame.assign(variance=frame["variance"].where(~last, frame["variance"] * 100),
-                          spread=frame["spread"].where(~last, frame["spread"] * 100))
-    after = findings.variance_trend(scaled, names, n=300)
-    assert after["raw mean"].iloc[0] > before["raw mean"].iloc[0] + 0.3  # the raw correlation jumps
-    pd.testing.assert_series_equal(before["mean"], after["mean"])  # the scale-free one does not move
-    assert list(before["verdict"]) == list(after["verdict"]) == ["inconclusive", "inconclusive"]
-    with pytest.raises(ValueError, match="columns"):
-        findings.variance_trend(frame.drop(columns="spread"), names)
-    with pytest.raises(ValueError, match="at least 3"):
-        findings.variance_trend(frame, names[:2])
+    cube = claim_forms.trend_cube(_variance(trend), "variance", names, by="layer")
+    assert cube.shape == (2, 300, 7)
+    out = claim_forms.permutation_trend(cube)
+    assert out["verdict"] == expected and out["orders"] == 5040 and out["p"] >= 1 / 5040
+    assert out["median"] == pytest.approx(np.median(out["per layer"]))
 
 
 def test_contrast_minus_full_is_the_contrast_auc_minus_the_full_set_auc():
     names, good, _ = world()
     pairs = contrast.all_pairs(names)
-    out = findings.contrast_minus_full("auc_cb", good, names, pairs, 1, n=100)
+    out = findings.contrast_minus_full("auc", good, names, pairs, 1, n=100)
     full = roc_auc_score(good["correct"], good["confidence"])
-    cont = contrast.contrast_metrics(good, pairs, min_size=1)["auc_cb"]
+    cont = contrast.contrast_metrics(good, pairs, min_size=1)["auc"]
     assert out["value_b"] == pytest.approx(full) and out["value_a"] == pytest.approx(cont)
     assert out["difference"] == pytest.approx(cont - full) and out["diffs"].shape == (100,)
     with pytest.raises(ValueError, match="compares AUCs"):

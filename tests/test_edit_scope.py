@@ -79,7 +79,7 @@ def invalidated(module: str, function: str, edit: tuple[str, str], monkeypatch) 
 
 
 TABLES = {"comparison", "claim", "sc_differences", "verbalized_findings", "transfer_claim", "random_claim",
-          "domain_claim", "gcm_test"}
+          "domain_claim"}
 DECODING = {"world", "selection", "greedy", "beams", "samples", "rephrasings", "post_training"}
 ADAPTERS = {"adapter", "adapter_results", "multi_answer_adapter", "gcm", "gcm_results", "feature_variance"}
 

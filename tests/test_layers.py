@@ -109,7 +109,7 @@ def test_every_builder_lives_in_the_pipeline_layer():
                  if art.build.__module__.startswith("helpers.")
                  and not art.build.__module__.startswith("helpers.pipeline.")}
     assert not elsewhere, f"builders outside helpers/pipeline/: {elsewhere}"
-    assert len(artifacts.REGISTRY) >= 28
+    assert len(artifacts.REGISTRY) >= 27  # the 27 builders of the series (the GCM slope test left in issue 52)
 
 
 def test_the_layers_are_the_folders():

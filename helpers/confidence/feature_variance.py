@@ -16,7 +16,8 @@ The residual stream's scale differs between checkpoints, so a raw variance can g
 features are larger. Each entry therefore also records the layer's **spread**: the variance of each feature across
 the questions, averaged over features and seeds. The cross-seed variance divided by it is scale-free: the seeds'
 disagreement as a share of how much the features vary between questions at that checkpoint. The verdict is
-`findings.variance_trend`.
+`claims.b7` (`claim_forms.permutation_trend`), which tests the raw variance: the spread is a normalizer taken from
+the adapter itself, so it is shown, not tested.
 """
 from __future__ import annotations
 

@@ -230,6 +230,20 @@ class Contrast:
     min_size_transfer: int = 300
 
 
+@dataclass(frozen=True)
+class Findings:
+    """The forms of the findings' tests, fixed before looking at any result (notebook 06)."""
+
+    # Domain transfer (§3.2, §B.5): "the advantage largely disappears" is an equivalence test with an absolute
+    # margin. 0.05 AUC is a tenth of the scale above chance and below the smallest gap between methods the paper
+    # reports as one (0.065, self-consistency against oracle training, Table 1); a margin taken from the in-domain
+    # advantage would grow with the effect it is compared with.
+    domain_margin: float = 0.05
+    # "Both similarly poor": both methods' out-of-domain contrast AUC below 0.6, nearer chance (0.5) than any
+    # method the paper calls useful on contrast sets (0.7 and above in its Table 1).
+    poor_level: float = 0.6
+
+
 FULL: dict[str, Any] = {
     "world": World(),
     "splits": Splits(),
@@ -240,6 +254,7 @@ FULL: dict[str, Any] = {
     "gcm": GCM(),
     "bootstrap": Bootstrap(),
     "contrast": Contrast(),
+    "findings": Findings(),
 }
 FAST: dict[str, Any] = {
     "world": World(train_steps=800, batch_size=64, n_checkpoints=5, n_training_checkpoints=2, n_monitor=200,
@@ -255,6 +270,7 @@ FAST: dict[str, Any] = {
     # fewer resamples: notebook 03's findings in a quarter of the time
     "bootstrap": Bootstrap(n_resamples=200, n_resamples_smooth_ece=50, table_resamples=50),
     "contrast": Contrast(min_size=5, min_size_transfer=5),
+    "findings": Findings(),
 }
 
 
@@ -277,5 +293,6 @@ adapters = recorded.accessor("adapters")
 gcm = recorded.accessor("gcm")
 bootstrap = recorded.accessor("bootstrap")
 contrast = recorded.accessor("contrast")
+findings = recorded.accessor("findings")
 
 recorded.overrides_from_environment()  # HELPERS_OVERRIDES, for notebook kernels and tests

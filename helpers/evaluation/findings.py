@@ -1,24 +1,26 @@
 """The sources' claims, decided by the paper's statistics (notebooks 01, 03, 05 and 06).
 
 A `Claim` is a metric, the two things it compares and the direction the source states ("the
-oracle adapter's contrast AUC is higher than self-consistency's"). Its verdict comes from the paired
-bootstrap of the difference a − b, and from nothing else (paper A.8.2):
+oracle adapter's contrast AUC is higher than self-consistency's"). It is decided on the paper's own
+metric and on its control (`CONTROL`: the class-balanced contrast metric beside the plain one the paper
+reports, binned ECE beside SmoothECE), each by the paired bootstrap of the difference a − b (paper A.8.2):
 
 - **reproduced**: the one-sided 95% interval excludes 0 in the claimed direction
   (for "higher", the 5th percentile of the resampled differences is above 0);
 - **contradicted**: the one-sided 95% interval excludes 0 the other way;
 - **inconclusive**: neither; this world cannot tell.
 
-Contrast metrics averaged over pairs use `shared_bootstrap` (one question resample for every pair and
-both methods); full-set metrics use `stats.full_set_bootstrap` (stratified by correctness). Checks that
-hold by construction (a copy ablation's contrast AUC is exactly 0.5) are `Check`s of the machinery and
-are never counted as findings.
+The combined verdict (`combined`) is the metrics' verdict where they agree and **metric-dependent** where they
+do not. Contrast metrics averaged over pairs use `shared_bootstrap` (one question resample for every pair and
+both methods); full-set metrics use `stats.full_set_bootstrap` (stratified by correctness). Every row also says
+which checkpoint its verdict hinges on: the verdict recomputed with each checkpoint left out (with the pairs it
+is in), and the jackknife standard error of the difference over those leave-one-out values.
 
-Every row also carries its bootstrap p-values (the share of replicates on the wrong side of 0, for the
-claimed direction and for the opposite one). `findings_table` corrects the paper's claims for
-multiplicity with Holm's step-down procedure (Holm 1979), once for "reproduced" and once for
-"contradicted", each at a family-wise 5%; the series' own extensions keep their 5% verdicts and the
-tally counts the paper's claims only.
+`findings_table` corrects the paper's counted claims for multiplicity once: one Holm family (Holm 1979) over
+both metrics' two-sided p-values, at a family-wise 5%. A bootstrap share of 0 only says p < 1/R (R resamples);
+there the test uses the normal approximation of the replicates, capped at 1/R, and the table shows "< 1/R".
+Checks that hold by construction (a copy's contrast AUC is exactly 0.5) are `Check`s of the machinery and
+are never counted as findings.
 """
 from __future__ import annotations
 
@@ -26,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
+from scipy.stats import norm
 
-from helpers.evaluation import metrics, stats
+from helpers.evaluation import stats
 from helpers.evaluation.contrast import contrast_rows, pooled_normalizer
 from helpers.evaluation.shared_bootstrap import (
     contrast_bootstrap_over_pairs, over_seeds, pairs_values, question_weights, seed_resampled_mean,
@@ -38,11 +40,17 @@ from helpers.evaluation.shared_bootstrap import (
 DIRECTIONS = ("higher", "lower")
 CONTRAST_ONLY = ("auc_cb", "brier_cb", "delta_cb")  # class-balanced: the mean over improvements and regressions
 VERDICTS = ("reproduced", "contradicted", "inconclusive")
-PARTS = ("paper", "extension")
+METRIC_DEPENDENT = "metric-dependent"
+# paper: a claim of the paper (counted once per `group`, Holm-corrected); extension: the series' own; sanity: a
+# "beats chance" check (shown, never counted)
+PARTS = ("paper", "extension", "sanity")
 ALPHA = 0.05  # one-sided level of every test; family-wise level of the Holm correction
-# What each deciding metric is shown beside: the paper's plain metric next to the class-balanced one, binned ECE
-# next to SmoothECE (the paper's ECE estimator, A.2).
-BESIDE = {"auc_cb": "auc", "brier_cb": "brier", "delta_cb": "delta", "smooth_ece": "ece"}
+# The control decided beside the paper's metric, by where the claim is measured: the class-balanced contrast
+# metric (the mean over improvements and regressions, where "the later checkpoint is right" scores 0.5; notebook 04)
+# beside the plain one of the paper's Table 1, binned ECE beside SmoothECE (the paper's ECE estimator, A.2).
+CONTROL = {"contrast set": {"auc": "auc_cb", "brier": "brier_cb", "delta": "delta_cb"},
+           "contrast minus full set": {"auc": "auc_cb"},
+           "full set": {"smooth_ece": "ece"}}
 
 
 @dataclass(frozen=True)
@@ -56,13 +64,15 @@ class Claim:
     direction: str
     source: str = ""
     normalizer: str | None = None  # contrast metrics: None (independence, A.1) or "fitted" (B.1)
-    part: str = "paper"  # "paper": a claim of the paper (counted, Holm-corrected); "extension": the series' own
+    part: str = "paper"  # one of PARTS
     effect: str = ""  # the paper's own effect size for the claim, where it gives one
+    group: str = ""  # correlated rows of one paper claim share a group; only the row whose claim is the group counts
 
     @property
     def parts(self) -> tuple[str, str]:
         """(where, the `stats` metric key): "contrast set AUC" -> ("contrast set", "auc"). `where` is "full set",
-        "contrast set" or "contrast minus full set" (a method's contrast-set metric minus its full-set AUC, a = b)."""
+        "contrast set" or "contrast minus full set" (a method's contrast-set AUC minus its full-set AUC, a = b,
+        like for like: `contrast_minus_full`)."""
         where, _, key = self.metric.rpartition(" ")
         return where, key.lower()
 
@@ -87,9 +97,9 @@ class Check:
     detail: str
 
 
-# The metric knowledge-tracking claims are decided on: the class-balanced contrast AUC (the mean of the AUC on
-# improvements and on regressions), where a rule "the later checkpoint is right" scores exactly 0.5 (notebook 04).
-CB = "contrast set auc_cb"
+# The paper's metric for knowledge-tracking claims: the plain contrast AUC of its Table 1 (the class-balanced one is
+# decided beside it as the control).
+CONTRAST_AUC = "contrast set auc"
 
 
 def verdict(diffs, direction: str) -> tuple[str, float, float]:
@@ -111,13 +121,41 @@ def verdict(diffs, direction: str) -> tuple[str, float, float]:
 def decision(diffs, direction: str) -> dict:
     """The verdict of resampled differences a − b for `direction` with its 5th/95th percentiles, and the
     bootstrap p-values: the share of replicates at or beyond 0 against the claimed direction (``p for``, small
-    when the claim holds) and against the opposite one (``p against``)."""
+    when the claim holds) and against the opposite one (``p against``); ``p`` and ``p shown`` are `two_sided`'s."""
     result, low, high = verdict(diffs, direction)
     d = np.asarray(diffs, dtype=float)
     d = d[np.isfinite(d)]
     wrong, right = float(np.mean(d <= 0)), float(np.mean(d >= 0))
     p_for, p_against = (wrong, right) if direction == "higher" else (right, wrong)
-    return {"5%": low, "95%": high, "verdict": result, "p for": p_for, "p against": p_against}
+    p, shown = two_sided(d)
+    return {"5%": low, "95%": high, "verdict": result, "p for": p_for, "p against": p_against, "p": p,
+            "p shown": shown}
+
+
+def two_sided(diffs) -> tuple[float, str]:
+    """(p, as shown) of "a − b is 0" from resampled differences: twice the smaller share of replicates on one side
+    of 0. Where no replicate crosses 0 the share only says that p is below about 2/(R + 1) (R replicates), too
+    coarse for Holm's smallest thresholds: p is then the normal approximation 2 Φ(−|mean| / sd) of the
+    replicates (stated, never capped), and it is shown as "< 1/R"."""
+    d = np.asarray(diffs, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        raise ValueError("no finite resampled difference; the metric is undefined on every resample")
+    share = min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
+    if share > 0:
+        return share, f"{share:.3f}"
+    sd = d.std(ddof=1) if d.size > 1 else 0.0
+    normal = float(2 * norm.sf(abs(d.mean()) / sd)) if sd > 0 else 0.0
+    return normal, f"< 1/{d.size}"
+
+
+def combined(paper: str, control: str | None = None) -> str:
+    """The verdict of a claim decided on the paper's metric and on its control: theirs where they agree,
+    "metric-dependent" where they differ (one of them inconclusive included), the paper metric's alone where
+    there is no control."""
+    if control is None or (isinstance(control, float) and np.isnan(control)) or control == "":
+        return paper
+    return paper if paper == control else METRIC_DEPENDENT
 
 
 def holm(p) -> np.ndarray:
@@ -133,284 +171,215 @@ def holm(p) -> np.ndarray:
     return out
 
 
+def leave_one_checkpoint_out(main: dict, control: dict | None, direction: str, at_5: str) -> dict:
+    """Which checkpoint a verdict hinges on. `main` and `control` are the paper metric's and the control's runs,
+    each with ``loo`` ({checkpoint: (1 + replicates,) difference without it}, entry 0 the data). Returns
+    ``hinges on`` (each checkpoint whose omission changes the combined verdict at 5% `at_5`, with the verdict
+    without it; "" when none does), ``jackknife SE`` of the paper metric's difference and ``left out: min``/``max``
+    (its leave-one-out values)."""
+    loo = main.get("loo") or {}
+    if not loo:
+        return {}
+    changed, values = [], []
+    for checkpoint, arr in loo.items():
+        values.append(arr[0])
+        try:
+            without = verdict(arr[1:], direction)[0]
+            if control and "loo" in control:
+                without = combined(without, verdict(control["loo"][checkpoint][1:], direction)[0])
+        except ValueError:
+            without = "not testable"
+        if without != at_5:
+            changed.append(f"{checkpoint} ({without} without it)")
+    values = np.asarray(values, dtype=float)
+    k = np.isfinite(values).sum()
+    se = float(np.sqrt((k - 1) / k * np.nansum((values - np.nanmean(values)) ** 2))) if k > 1 else np.nan
+    return {"hinges on": "; ".join(changed), "jackknife SE": se, "left out: min": float(np.nanmin(values)),
+            "left out: max": float(np.nanmax(values))}
+
+
+def _tested(run: dict, direction: str, prefix: str = "") -> dict:
+    d = decision(run["diffs"], direction)
+    label = "control verdict at 5%" if prefix else "paper verdict at 5%"
+    return {f"{prefix}value a": run["value_a"], f"{prefix}value b": run["value_b"],
+            f"{prefix}difference": run["difference"], f"{prefix}5%": d["5%"], f"{prefix}95%": d["95%"],
+            f"{prefix}p": d["p"], f"{prefix}p shown": d["p shown"], label: d["verdict"]}
+
+
 def decide(claim: Claim, frames: dict, checkpoints, pairs, min_size: int, n: int | None = None, seed: int = 0,
-           beside: bool = True) -> dict:
-    """One row of a findings table: the claim, both values, the difference, its 5th-95th percentile
-    range over resamples, the p-values, the number of seeds and the verdict. `frames` maps names to results
+           leave_out: bool = True) -> dict:
+    """One row of a findings table, decided on the paper's metric and on its control (`CONTROL`).
+
+    The paper metric's columns are unprefixed (both values, the difference, its 5th-95th percentile range over
+    resamples, the two-sided ``p`` and ``p shown``, ``paper verdict at 5%``), the control's are prefixed
+    "control: " (``control verdict at 5%``); ``verdict at 5%`` is `combined`. `frames` maps names to results
     frames on the same questions; a trained method's frame has a ``seed`` column (see
-    `shared_bootstrap.over_seeds`). With `beside`, the row also holds the same test on the metric shown
-    beside the deciding one (`BESIDE`: plain AUC beside the class-balanced one, binned ECE beside SmoothECE)
-    and, for a contrast claim under the independence normalization, under the fitted one (B.1)."""
+    `shared_bootstrap.over_seeds`). With `leave_out` (and at least 3 checkpoints), the row also says which
+    checkpoint the verdict hinges on (`leave_one_checkpoint_out`)."""
     missing = [x for x in (claim.a, claim.b) if x not in frames]
     if missing:
         raise ValueError(f"claim {claim.claim!r} compares {missing}, which are not in frames ({list(frames)})")
     where, key = claim.parts
-    row = {"claim": claim.claim, "part": claim.part,
+    control = CONTROL.get(where, {}).get(key)
+    checkpoints = list(checkpoints)
+    leave_out = leave_out and len(checkpoints) >= 3
+    row = {"claim": claim.claim, "part": claim.part, "group": claim.group or claim.claim,
            "metric": claim.metric + (f" ({claim.normalizer} normalization)" if claim.normalizer else ""),
-           "a": claim.a, "b": claim.b, "claimed": claim.direction, "source": claim.source,
-           "paper's effect": claim.effect}
+           "control": control or "", "a": claim.a, "b": claim.b, "claimed": claim.direction,
+           "source": claim.source, "paper's effect": claim.effect}
 
-    def run(metric, normalizer):
+    def run(metric):
         if where == "full set":
             def one(a, b):
-                return stats.full_set_bootstrap(metric, a, b, checkpoints, n=n, seed=seed, return_diffs=True)
+                out = stats.full_set_bootstrap(metric, a, b, checkpoints, n=n, seed=seed, return_diffs=True)
+                if leave_out:
+                    out["loo"] = {}
+                    for c in checkpoints:
+                        r = stats.full_set_bootstrap(metric, a, b, [x for x in checkpoints if x != c], n=n,
+                                                     seed=seed, return_diffs=True)
+                        out["loo"][c] = np.concatenate([[r["difference"]], r["diffs"]])
+                return out
         elif where == "contrast set":
             def one(a, b):
                 return contrast_bootstrap_over_pairs(metric, a, b, pairs, min_size, n=n, seed=seed,
-                                                     normalizer=normalizer)
+                                                     normalizer=claim.normalizer)
         else:
             def one(a, b):
                 return contrast_minus_full(metric, a, checkpoints, pairs, min_size, n=n, seed=seed,
-                                           normalizer=normalizer)
+                                           normalizer=claim.normalizer)
         return over_seeds(one, frames[claim.a], frames[claim.b], seed=seed)
 
     try:  # a trained method brings one frame per seed: values average over seeds, the interval covers them
-        main = run(key, claim.normalizer)
+        main = run(key)
     except ValueError as err:  # e.g. no pair reaches min_size in this world
         return {**row, "value a": np.nan, "value b": np.nan, "difference": np.nan, "5%": np.nan, "95%": np.nan,
-                "seeds": np.nan, "verdict": f"not testable here ({err})"}
-    row.update({"value a": main["value_a"], "value b": main["value_b"], "difference": main["difference"],
-                **decision(main["diffs"], claim.direction), "seeds": main["n_seeds"]})
-    if beside and key in BESIDE:
-        other = run(BESIDE[key], claim.normalizer)
-        row.update({"beside": BESIDE[key], "beside: difference": other["difference"],
-                    "beside: verdict": decision(other["diffs"], claim.direction)["verdict"]})
-    if beside and where != "full set" and claim.normalizer is None:
-        fitted = run(key, "fitted")
-        row.update({"fitted normalization: difference": fitted["difference"],
-                    "fitted normalization: verdict": decision(fitted["diffs"], claim.direction)["verdict"]})
+                "seeds": np.nan, "verdict at 5%": f"not testable here ({err})"}
+    row.update({**_tested(main, claim.direction), "seeds": main["n_seeds"]})
+    other = None
+    if control:
+        other = run(control)
+        row.update(_tested(other, claim.direction, "control: "))
+    row["verdict at 5%"] = combined(row["paper verdict at 5%"], row.get("control verdict at 5%"))
+    if leave_out:
+        row.update(leave_one_checkpoint_out(main, other, claim.direction, row["verdict at 5%"]))
     return row
 
 
 def contrast_minus_full(metric: str, df: pd.DataFrame, checkpoints, pairs, min_size: int, n: int | None = None,
                         seed: int = 0, normalizer=None) -> dict:
-    """Table 1's headline for one method: its contrast-set `metric` (averaged over the pairs with at least
-    `min_size` contrast questions) minus its full-set AUC (pooled over `checkpoints`), with one question
-    resample shared by both sides. Returns ``value_a`` (contrast), ``value_b`` (full set), ``difference`` and
-    ``diffs`` (one per replicate), the form `shared_bootstrap.over_seeds` takes."""
+    """Table 1's headline for one method, like for like, with one question resample shared by both sides:
+    - ``auc``: the plain contrast AUC (averaged over the pairs with at least `min_size` contrast questions) minus
+      the full-set AUC pooled over `checkpoints`; both keep the credit for telling checkpoints apart;
+    - ``auc_cb``: the class-balanced contrast AUC minus the mean within-checkpoint AUC; neither has that credit.
+    Returns ``value_a`` (contrast), ``value_b`` (full set), ``difference``, ``diffs`` (one per replicate) and
+    ``loo`` (per checkpoint, the difference without it: its pairs and its answers), the form
+    `shared_bootstrap.over_seeds` takes."""
     if metric not in ("auc", "auc_cb"):
         raise ValueError(f"contrast_minus_full compares AUCs; got {metric!r}")
-    full = df[df["checkpoint"].isin(list(checkpoints))]
-    norm = pooled_normalizer(normalizer, df, pairs, min_size)
-    used = [(j, rows) for i, j in pairs
-            if (rows := contrast_rows(df, i, j, norm))["question_id"].nunique() >= max(min_size, 1)]
+    checkpoints = list(checkpoints)
+    full = df[df["checkpoint"].isin(checkpoints)]
+    norm_ = pooled_normalizer(normalizer, df, pairs, min_size)
+    used = [(i, j, rows) for i, j in pairs
+            if (rows := contrast_rows(df, i, j, norm_))["question_id"].nunique() >= max(min_size, 1)]
     if full.empty or not used:
-        raise ValueError(f"no pair has at least {min_size} contrast questions (or no answers at {list(checkpoints)})")
+        raise ValueError(f"no pair has at least {min_size} contrast questions (or no answers at {checkpoints})")
     ids = np.unique(full["question_id"].to_numpy())
-    w = _with_data_row(ids, n, seed)
-    cols = np.searchsorted(ids, full["question_id"].to_numpy())
-    full_auc = weighted_auc(full["confidence"].to_numpy(float), full["correct"].to_numpy(float),
-                            w.to_numpy()[:, cols])
-    contrast_value = np.mean(pairs_values(metric, used, w), axis=0)
-    diffs = contrast_value - full_auc
-    return {"metric": metric, "value_a": float(contrast_value[0]), "value_b": float(full_auc[0]),
-            "difference": float(diffs[0]), "diffs": diffs[1:]}
+    w = with_data_row(ids, n, seed)
+    weights = w.to_numpy()
+
+    def auc_of(part):
+        cols = np.searchsorted(ids, part["question_id"].to_numpy())
+        return weighted_auc(part["confidence"].to_numpy(float), part["correct"].to_numpy(float), weights[:, cols])
+
+    within = {c: auc_of(full[full["checkpoint"] == c]) for c in checkpoints} if metric == "auc_cb" else {}
+
+    def full_value(keep):
+        if metric == "auc_cb":
+            return np.mean([within[c] for c in keep], axis=0)
+        return auc_of(full[full["checkpoint"].isin(keep)])
+
+    per_pair = pairs_values(metric, [(j, rows) for _, j, rows in used], w)
+    diffs = per_pair.mean(axis=0) - full_value(checkpoints)
+    loo = {}
+    for c in checkpoints:
+        keep = np.array([c not in (i, j) for i, j, _ in used])
+        rest = [x for x in checkpoints if x != c]
+        loo[c] = (per_pair[keep].mean(axis=0) - full_value(rest) if keep.any() and rest
+                  else np.full(diffs.shape, np.nan))
+    return {"metric": metric, "value_a": float(per_pair.mean(axis=0)[0]), "value_b": float(full_value(checkpoints)[0]),
+            "difference": float(diffs[0]), "diffs": diffs[1:], "loo": loo}
 
 
 def findings_table(rows: list[dict]) -> pd.DataFrame:
-    """The rows of `decide` (and of the other tests here) as one table in two parts, ``paper`` and
-    ``extension``. The paper's testable claims are one family: their ``verdict`` is Holm-corrected (a
-    family-wise 5% for "reproduced" and, apart, for "contradicted"), and ``verdict at 5%`` keeps each test's own
-    verdict. `attrs`: ``counts`` (the paper's claims by verdict, "not testable here" included) and ``family``
-    (how many claims the correction covers)."""
+    """The rows of `decide` (and of the other tests here) as one table in the parts of `PARTS`.
+
+    The paper's counted claims (part "paper", one row per `group`: the row named as its group) form one family:
+    Holm's correction over both metrics' two-sided p-values at a family-wise 5%. ``paper verdict`` and
+    ``control verdict`` are each metric's verdict at 5% where its adjusted p is below 5% and "inconclusive"
+    otherwise, ``verdict`` is their `combined` verdict; ``verdict at 5%`` keeps the uncorrected one. Rows outside
+    the family keep their verdict at 5%. `attrs`: ``counts`` (the counted claims by verdict, "not testable here"
+    included), ``family`` (how many p-values the correction covers) and ``claims`` (how many claims)."""
     table = pd.DataFrame(rows).set_index("claim")
-    if "part" not in table:
-        table["part"] = "paper"
-    table["part"] = table["part"].fillna("paper")
+    if "verdict" in table:  # a row that is not `decide`'s gives its one verdict as "verdict"
+        table["verdict at 5%"] = table.get("verdict at 5%", table["verdict"]).fillna(table["verdict"])
+        table = table.drop(columns="verdict")
+    if "paper verdict at 5%" in table:
+        table["paper verdict at 5%"] = table["paper verdict at 5%"].fillna(table["verdict at 5%"])
+    for column, default in (("part", "paper"), ("group", ""), ("control", ""), ("control verdict at 5%", "")):
+        if column not in table:
+            table[column] = default
+        table[column] = table[column].fillna(default)
     bad = sorted(set(table["part"]) - set(PARTS))
     if bad:
         raise ValueError(f"unknown parts {bad}; a row's part is one of {PARTS}")
-    table["verdict at 5%"] = table["verdict"]
-    has_p = table["p for"].notna() if "p for" in table else pd.Series(False, index=table.index)
-    family = table["verdict"].isin(VERDICTS) & has_p & (table["part"] == "paper")
-    if family.any():
-        adjusted_for, adjusted_against = (holm(table.loc[family, k].to_numpy(float)) for k in ("p for", "p against"))
-        table.loc[family, "Holm p for"], table.loc[family, "Holm p against"] = adjusted_for, adjusted_against
-        table.loc[family, "verdict"] = np.where(adjusted_for < ALPHA, "reproduced",
-                                                np.where(adjusted_against < ALPHA, "contradicted", "inconclusive"))
-    paper = table.loc[table["part"] == "paper", "verdict"]
-    counts = {v: int((paper == v).sum()) for v in VERDICTS}
-    counts["not testable here"] = int(paper.str.startswith("not testable").sum())
-    table.attrs["counts"], table.attrs["family"] = counts, int(family.sum())
+    table["group"] = table["group"].where(table["group"] != "", table.index.to_series())
+    table["counted"] = (table["part"] == "paper") & (table["group"] == table.index.to_series())
+    testable = table["verdict at 5%"].isin((*VERDICTS, METRIC_DEPENDENT))
+    table["paper verdict"] = table.get("paper verdict at 5%", table["verdict at 5%"])
+    table["control verdict"] = table["control verdict at 5%"]
+    tests = [(claim, side) for claim in table.index[table["counted"] & testable]
+             for side, p in (("paper", "p"), ("control", "control: p"))
+             if p in table and np.isfinite(float(table.loc[claim, p]))]
+    if tests:
+        adjusted = holm([table.loc[c, "p" if side == "paper" else "control: p"] for c, side in tests])
+        for (claim, side), p in zip(tests, adjusted):
+            table.loc[claim, f"{side}: Holm p" if side == "control" else "Holm p"] = p
+            if p >= ALPHA:
+                table.loc[claim, f"{side} verdict"] = "inconclusive"
+    table["verdict"] = [combined(p, c) if counted and ok else v for p, c, counted, ok, v in
+                        zip(table["paper verdict"], table["control verdict"], table["counted"], testable,
+                            table["verdict at 5%"])]
+    counted = table.loc[table["counted"], "verdict"].astype(str)
+    counts = {v: int((counted == v).sum()) for v in (*VERDICTS, METRIC_DEPENDENT)}
+    counts["not testable here"] = int(counted.str.startswith("not testable").sum())
+    table.attrs.update(counts=counts, family=len(tests), claims=int(table["counted"].sum()))
     return table
 
 
-def gcm_headroom(oracle: pd.DataFrame, gcm: pd.DataFrame, verifier_correct: pd.Series, pairs, min_size: int,
-                 n: int | None = None, seed: int = 0) -> dict:
-    """The paper's GCM test (§3.2, Figure 2): the oracle adapter's contrast-set AUC headroom over the GCM,
-    per pair of evaluation checkpoints, against the share of that pair's contrast questions the verifier
-    itself answers correctly. The claim: the headroom shrinks where the verifier knows more (a negative
-    slope). `verifier_correct` maps question_id -> 1 if the verifier's own greedy answer is right.
-
-    One question resample (`shared_bootstrap.question_weights`) is shared by every pair, both methods
-    and the verifier's share; a trained method's seeds are averaged and redrawn per replicate. Returns
-    ``per_pair`` (headroom, share known, size), ``slope``, ``mean_headroom``, their replicates, the
-    5th/95th percentiles of the slope and its ``verdict``."""
-    known = verifier_correct.astype(float)
-    used = []
-    for ckpt_i, ckpt_j in pairs:
-        rows = {name: [contrast_rows(part, ckpt_i, ckpt_j) for part in metrics.seed_frames(df)]
-                for name, df in (("oracle", oracle), ("gcm", gcm))}
-        shared = np.intersect1d(rows["oracle"][0]["question_id"], rows["gcm"][0]["question_id"])
-        if shared.size >= max(min_size, 1):
-            used.append((ckpt_i, ckpt_j, {k: [r[r["question_id"].isin(shared)] for r in v] for k, v in rows.items()}))
-    if len(used) < 3:
-        raise ValueError(f"a slope needs at least 3 pairs with {min_size} contrast questions, got {len(used)}")
-    ids = np.unique(np.concatenate([rows["oracle"][0]["question_id"].to_numpy() for *_, rows in used]))
-    missing = np.setdiff1d(ids, known.index)
-    if missing.size:
-        raise ValueError(f"verifier_correct lacks {missing.size} contrast questions (e.g. {missing[0]}); "
-                         "score the split")
-    w = _with_data_row(ids, n, seed)
-    # (seeds, pairs, 1 + replicates) contrast AUCs per method, every pair at once
-    per_seed = {k: np.array([pairs_values("auc", [(j, rows[k][s]) for _, j, rows in used], w)
-                             for s in range(len(used[0][2][k]))]) for k in ("oracle", "gcm")}
-    heads, shares, table = [], [], []
-    for p, (ckpt_i, ckpt_j, rows) in enumerate(used):
-        auc = {k: _mean_over_seeds(v[:, p], seed) for k, v in per_seed.items()}
-        q = rows["oracle"][0].drop_duplicates("question_id")["question_id"].to_numpy()
-        share = (w[q].to_numpy() * known.loc[q].to_numpy()).sum(axis=1) / w[q].to_numpy().sum(axis=1)
-        heads.append(auc["oracle"] - auc["gcm"])
-        shares.append(share)
-        table.append({"pair": f"{ckpt_i} → {ckpt_j}", "contrast questions": q.size, "verifier knows": share[0],
-                      "oracle AUC": auc["oracle"][0], "GCM AUC": auc["gcm"][0], "headroom": heads[-1][0]})
-    x, y = np.array(shares), np.array(heads)  # (pairs, 1 + replicates); column 0 is the data itself
-    xc = x - x.mean(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        slopes = (xc * (y - y.mean(axis=0))).sum(axis=0) / (xc ** 2).sum(axis=0)
-    return {"per_pair": pd.DataFrame(table).set_index("pair"), "slope": float(slopes[0]), "diffs": slopes[1:],
-            "mean_headroom": float(y[:, 0].mean()), "mean_headroom_diffs": y[:, 1:].mean(axis=0),
-            **decision(slopes[1:], "lower")}
+def replication(verdicts) -> str:
+    """A claim's verdicts in several worlds -> "replicated: <verdict>" when they all agree, else "world-dependent"
+    with the split ("world-dependent: 2 reproduced, 1 inconclusive"). Parentheses ("not testable here (why)") are
+    dropped."""
+    bare = [str(v).partition(" (")[0] for v in verdicts]
+    if not bare:
+        raise ValueError("no verdicts to compare; pass one per world")
+    if len(set(bare)) == 1:
+        return f"replicated: {bare[0]}"
+    split = pd.Series(bare).value_counts()
+    return "world-dependent: " + ", ".join(f"{count} {v}" for v, count in split.items())
 
 
-def auc_claim(cells: dict, combine, direction: str, n: int | None = None, seed: int = 0) -> dict:
-    """A claim about test AUCs inside checkpoints (notebook 06: forward against backward transfer, random
-    labels), decided by the paired bootstrap. `cells` maps a key to one checkpoint's results frame (a trained
-    method's with a ``seed`` column); every cell scores the same questions, so one resample of the questions
-    (Poisson weights, `shared_bootstrap.question_weights`) serves every cell and the seeds are redrawn in
-    each replicate. `combine(aucs)` turns {key: AUC} into the claimed difference (it is called with arrays,
-    one value per replicate). Returns the difference, its 5th/95th percentiles over replicates, the number of
-    seeds and the verdict for `direction`. Weighting the questions of each class alike would not change an AUC,
-    so the resample needs no strata."""
-    if not cells:
-        raise ValueError("cells is empty; pass {key: results frame of one checkpoint}")
-    parts = {key: metrics.seed_frames(df) for key, df in cells.items()}
-    for key, frames in parts.items():
-        if frames[0]["checkpoint"].nunique() != 1:
-            raise ValueError(f"cell {key!r} holds several checkpoints; pass one checkpoint's answers per cell")
-    ids = np.unique(np.concatenate([f["question_id"].to_numpy() for frames in parts.values() for f in frames]))
-    w = _with_data_row(ids, n, seed).to_numpy()
-    aucs = {}
-    for key, frames in parts.items():
-        values = []
-        for f in frames:
-            pos = np.searchsorted(ids, f["question_id"].to_numpy())
-            values.append(weighted_auc(f["confidence"].to_numpy(float), f["correct"].to_numpy(float), w[:, pos]))
-        aucs[key] = _mean_over_seeds(np.array(values), seed)
-    diffs = np.asarray(combine(aucs), dtype=float)
-    return {"difference": float(diffs[0]), **decision(diffs[1:], direction), "seeds": max(map(len, parts.values()))}
-
-
-def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], n: int | None = None,
-              seed: int = 0, metric: str = "auc_cb", share: float = 0.5) -> dict:
-    """The paper's domain-transfer claim (§3.2, §B.5): out of domain, method a's contrast-set advantage over
-    method b largely disappears, the two "similarly poor". `inside` and `outside` are (frame a, frame b) on two
-    question sets (e.g. sums and subtraction), with contrast pairs of at least `min_sizes` (inside, outside)
-    questions; each set has its own question resample (they share no question) and both redraw the seeds alike.
-
-    An equivalence test (two one-sided tests), so that a reversal is not a reproduction: "similar" holds when the
-    outside advantage lies within ± `share` × the inside advantage, both bounds resampled. Reproduced when both
-    one-sided 95% intervals lie inside the bounds; contradicted when one lies wholly beyond a bound (the outside
-    advantage is larger than the margin, either way); inconclusive otherwise. Returns the advantages, the margin,
-    the outside advantage's 5th/95th percentiles, the p-values, the seeds and the verdict; raises ValueError where
-    a set has no large enough pair."""
-    runs = []
-    for (a, b), size, s in ((inside, min_sizes[0], seed), (outside, min_sizes[1], seed + 1)):
-        def one(x, y, size=size, s=s):
-            return contrast_bootstrap_over_pairs(metric, x, y, pairs, size, n=n, seed=s)
-        runs.append(over_seeds(one, a, b, seed=seed))
-    inner, outer = (np.asarray(r["diffs"], dtype=float) for r in runs)
-    below, above = outer + share * inner, share * inner - outer  # > 0: inside the lower / the upper bound
-    ok = np.isfinite(below) & np.isfinite(above)
-    below, above, outer = below[ok], above[ok], outer[ok]
-    low_b, low_a = np.percentile(below, 5), np.percentile(above, 5)
-    high_b, high_a = np.percentile(below, 95), np.percentile(above, 95)
-    result = ("reproduced" if min(low_b, low_a) > 0 else "contradicted" if min(high_b, high_a) < 0
-              else "inconclusive")
-    return {"inside": runs[0]["difference"], "outside": runs[1]["difference"], "margin": share * runs[0]["difference"],
-            "difference": runs[1]["difference"], "5%": float(np.percentile(outer, 5)),
-            "95%": float(np.percentile(outer, 95)), "verdict": result,
-            "p for": float(max(np.mean(below <= 0), np.mean(above <= 0))),
-            "p against": float(min(np.mean(below >= 0), np.mean(above >= 0))),
-            "seeds": max(runs[0]["n_seeds"], runs[1]["n_seeds"])}
-
-
-def _with_data_row(ids, n: int | None, seed: int) -> pd.DataFrame:
+def with_data_row(ids, n: int | None, seed: int) -> pd.DataFrame:
     """(1 + replicates, questions) weights, one column per question id: row 0 all ones (the data itself),
     then `shared_bootstrap.question_weights`."""
     return pd.concat([pd.DataFrame(np.ones((1, len(ids))), columns=ids), question_weights(ids, n, seed)],
                      ignore_index=True)
 
 
-def _mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
+def mean_over_seeds(values: np.ndarray, seed: int) -> np.ndarray:
     """(seeds, 1 + replicates) -> (1 + replicates): column 0 (the data) is the mean over seeds; every
     replicate averages seeds drawn with replacement."""
     return np.concatenate([[values[:, 0].mean()], seed_resampled_mean(values[:, 1:], seed)])
-
-
-def variance_trend(variance: pd.DataFrame, order, n: int | None = None, seed: int = 0) -> pd.DataFrame:
-    """The paper's B.7 test: per layer, does a question's cross-seed feature variance grow with the checkpoint's
-    position in `order`? `variance` has columns checkpoint, question_id, layer, variance and spread
-    (`confidence.feature_variance`).
-
-    Two things make the raw per-question correlation misleading: the residual stream's scale differs between
-    checkpoints (every question's variance can move with it), and the questions are not the replicates of a
-    trend over checkpoints. So the variance is divided by the layer's spread at that checkpoint (scale-free), and
-    every replicate redraws the **checkpoints** with replacement (keeping their positions) as well as the
-    questions (Poisson weights). The seeds cannot be redrawn: the variance is measured across them. One row per
-    layer: the mean per-question Spearman correlation, raw and scale-free, the scale-free one's range when one
-    checkpoint is left out, its 5th/95th percentiles, p-values and verdict ("higher" than 0)."""
-    need = {"checkpoint", "question_id", "layer", "variance", "spread"}
-    if not isinstance(variance, pd.DataFrame) or variance.empty or not need <= set(variance.columns):
-        raise ValueError(f"variance must be a non-empty frame with columns {sorted(need)}")
-    order = [c for c in order if c in set(variance["checkpoint"])]
-    if len(order) < 3:
-        raise ValueError(f"a trend over checkpoints needs at least 3 of them, got {order}")
-    layers = sorted(variance["layer"].unique())
-    cubes = {}
-    for name, values in (("raw", variance["variance"]), ("scaled", variance["variance"] / variance["spread"])):
-        wide = variance.assign(value=values).pivot_table(index="question_id", columns=["layer", "checkpoint"],
-                                                         values="value")
-        cubes[name] = np.stack([wide[layer][order].to_numpy(float) for layer in layers])  # (layers, q, checkpoints)
-    k, questions = len(order), cubes["raw"].shape[1]
-    n = stats.resample_count("auc", n)
-    rng = np.random.default_rng([seed, 7])
-    picks, weights = rng.integers(0, k, size=(n, k)), rng.poisson(1.0, size=(n, questions)).astype(float)
-    every, scaled = np.ones(questions), cubes["scaled"]
-    replicates = np.array([_mean_rank_correlation(scaled, picks[r], weights[r]) for r in range(n)])  # (n, layers)
-    left_out = np.array([_mean_rank_correlation(scaled, np.delete(np.arange(k), c), every) for c in range(k)])
-    data, plain = (_mean_rank_correlation(cubes[x], np.arange(k), every) for x in ("scaled", "raw"))
-    rows = []
-    for i, layer in enumerate(layers):
-        rows.append({"layer": layer, "questions": questions, "checkpoints": k, "raw mean": plain[i],
-                     "mean": data[i], "one checkpoint left out: min": left_out[:, i].min(),
-                     "one checkpoint left out: max": left_out[:, i].max(), **decision(replicates[:, i], "higher")})
-    return pd.DataFrame(rows).set_index("layer")
-
-
-def _mean_rank_correlation(values: np.ndarray, picks: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """(layers, questions, checkpoints) values at the checkpoints `picks` (positions, repeats allowed) -> per layer
-    the weighted mean over questions of the Spearman correlation between position and value (ties averaged;
-    a question whose values do not vary is left out)."""
-    x = rankdata(picks)
-    y = rankdata(values[:, :, picks], axis=-1)
-    xc, yc = x - x.mean(), y - y.mean(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (yc @ xc) / np.sqrt((yc ** 2).sum(axis=-1) * (xc ** 2).sum())  # (layers, questions)
-    ok = np.isfinite(rho)
-    w = weights[None, :] * ok
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (np.where(ok, rho, 0.0) * w).sum(axis=1) / w.sum(axis=1)
 
 
 def post_training_claims(finetuned: pd.DataFrame, rl: pd.DataFrame, n_bins: int = 5, n: int | None = None,

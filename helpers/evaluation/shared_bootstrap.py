@@ -230,7 +230,8 @@ def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.Data
     Each pair uses the contrast questions both methods share and counts when they are at least
     `min_size`. Returns the keys of `stats.paired_bootstrap` (``value_a``, ``value_b``,
     ``difference``, the one-sided 95% ``lower``/``upper``, ``contains_zero``, ``n_resamples``),
-    ``n_pairs``, ``n_questions`` (distinct questions over the pairs) and ``diffs`` (one per replicate).
+    ``n_pairs``, ``n_questions`` (distinct questions over the pairs), ``diffs`` (one per replicate) and ``loo``
+    (`leave_one_out`: per checkpoint, the difference without the pairs it is in; entry 0 the data).
     The ``_cb`` metrics are class-balanced (`contrast.pair_metrics`). `normalizer`: None (independence,
     A.1) or "fitted" (B.1, fitted once per method on its pooled pairs and held fixed across replicates).
     """
@@ -242,21 +243,35 @@ def contrast_bootstrap_over_pairs(metric: str, df_a: pd.DataFrame, df_b: pd.Data
         a, b = contrast_rows(df_a, ckpt_i, ckpt_j, norm_a), contrast_rows(df_b, ckpt_i, ckpt_j, norm_b)
         shared = np.intersect1d(a["question_id"], b["question_id"])
         if shared.size >= max(min_size, 1):
-            used.append((ckpt_j, a[a["question_id"].isin(shared)], b[b["question_id"].isin(shared)]))
+            used.append((ckpt_i, ckpt_j, a[a["question_id"].isin(shared)], b[b["question_id"].isin(shared)]))
     if not used:
         raise ValueError(f"no pair has at least {min_size} contrast questions shared by both methods; lower min_size")
-    ids = np.unique(np.concatenate([rows["question_id"].to_numpy() for _, rows, _ in used]))
+    ids = np.unique(np.concatenate([rows["question_id"].to_numpy() for _, _, rows, _ in used]))
     resampled = question_weights(ids, n, seed)
     w = pd.concat([pd.DataFrame(np.ones((1, ids.size)), columns=ids), resampled], ignore_index=True)  # row 0: the data
-    per_rep = {side: np.mean(pairs_values(metric, [(j, rows[k]) for j, *rows in used], w, n_bins), axis=0)
-               for k, side in ((0, "a"), (1, "b"))}
+    per_pair = {side: pairs_values(metric, [(j, rows[k]) for _, j, *rows in used], w, n_bins)
+                for k, side in ((0, "a"), (1, "b"))}
+    per_rep = {side: np.mean(v, axis=0) for side, v in per_pair.items()}
     value = {side: float(v[0]) for side, v in per_rep.items()}
     all_diffs = per_rep["a"][1:] - per_rep["b"][1:]
     difference = value["a"] - value["b"]
     lower, upper, diffs = stats.one_sided_interval(all_diffs, difference, metric)
     return {"metric": metric, "value_a": value["a"], "value_b": value["b"], "difference": difference,
             "lower": lower, "upper": upper, "contains_zero": bool(lower <= 0 <= upper), "n_resamples": int(diffs.size),
-            "n_pairs": len(used), "n_questions": int(ids.size), "diffs": all_diffs}
+            "n_pairs": len(used), "n_questions": int(ids.size), "diffs": all_diffs,
+            "loo": leave_one_out(per_pair["a"] - per_pair["b"], [(i, j) for i, j, *_ in used])}
+
+
+def leave_one_out(per_pair: np.ndarray, names) -> dict:
+    """{checkpoint: (1 + replicates,) mean over the pairs that leave it out} from per-pair values (pairs,
+    1 + replicates) and the pairs' (earlier, later) names; NaN where no pair is left."""
+    names = list(names)
+    out = {}
+    for checkpoint in dict.fromkeys(c for pair in names for c in pair):
+        keep = np.array([checkpoint not in pair for pair in names])
+        out[checkpoint] = (per_pair[keep].mean(axis=0) if keep.any()
+                           else np.full(per_pair.shape[1], np.nan))
+    return out
 
 
 # --------------------------------------------------------------------------- seeds
@@ -289,13 +304,17 @@ def over_seeds(run, df_a: pd.DataFrame, df_b: pd.DataFrame, seed: int = 0) -> di
     lower, upper, diffs = stats.one_sided_interval(all_diffs, out["difference"], out.get("metric", "metric"))
     out.update(lower=lower, upper=upper, contains_zero=bool(lower <= 0 <= upper), n_resamples=int(diffs.size),
                diffs=all_diffs, n_seeds=k)
+    if all("loo" in r for r in runs):  # each left-out checkpoint: the seeds averaged as the main difference
+        out["loo"] = {c: np.concatenate([[np.mean([r["loo"][c][0] for r in runs])],
+                                         seed_resampled_mean(np.vstack([r["loo"][c][1:] for r in runs]), seed)])
+                      for c in runs[0]["loo"]}
     return out
 
 
 def seed_resampled_mean(per_seed, seed: int = 0) -> np.ndarray:
     """(seeds, replicates) values -> (replicates,): each replicate averages seeds drawn with replacement
     (the outer level of a two-level bootstrap over seeds and questions). Used by `over_seeds` and
-    `findings.gcm_headroom`."""
+    `claim_forms.auc_claim`."""
     per_seed = np.atleast_2d(np.asarray(per_seed, dtype=float))
     k, n = per_seed.shape
     if k == 1:

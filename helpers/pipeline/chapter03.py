@@ -38,7 +38,7 @@ def _build_verbalized_findings(folder, claims: str) -> pd.DataFrame:
     # Notebook 03's expectations come from the literature on stated confidence, not from the paper: the series'
     # extensions, each at its own 5% (the Holm correction covers the paper's claims, `findings.findings_table`).
     chosen = [(findings.Claim(**{**c, "part": "extension"}), where) for c, where in json.loads(claims)]
-    return findings.findings_table([findings.decide(c, frames, where, [], 1)
+    return findings.findings_table([findings.decide(c, frames, where, [], 1, leave_out=False)
                                     for c, where in tqdm(chosen, desc="claims", leave=False)])
 
 

@@ -82,9 +82,10 @@ def _surrogate_sc() -> pd.DataFrame:
     return sc.surrogate_sc(_ck().training[-1], _sc())
 
 
-def _gcm() -> pd.DataFrame:
-    """The GCM's adapter, trained once per adapter seed on the one verifier (a trained method: A.8.1)."""
-    return _per_seed(lambda s: gcm.gcm_results("test", _ck().evaluation, seed=s))
+def _gcm(rung=None) -> pd.DataFrame:
+    """The GCM's adapter, trained once per adapter seed on the verifier at `rung` (default the shipped one; a
+    trained method: A.8.1)."""
+    return _per_seed(lambda s: gcm.gcm_results("test", _ck().evaluation, seed=s, rung=rung))
 
 
 def _gcm_isotonic() -> pd.DataFrame:
@@ -117,6 +118,9 @@ METHODS: dict[str, Callable[[], pd.DataFrame]] = {
     "non-oracle + isotonic": lambda: _recalibrated("isotonic", "adapter"),
     "checkpoint index": lambda: baselines.checkpoint_index_results("test", _ck().evaluation),
     "GCM": _gcm,
+    # The GCM on the verifier ladder's other rungs (config.gcm()): weaker and stronger than most checkpoints.
+    "GCM (weak verifier)": lambda: _gcm("weak"),
+    "GCM (strong verifier)": lambda: _gcm("strong"),
     "GCM + isotonic": _gcm_isotonic,
     "copy (SC)": lambda: _copy("sc"),
     "copy (non-oracle adapter)": lambda: _copy("adapter"),

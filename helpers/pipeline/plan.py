@@ -43,7 +43,6 @@ def stages() -> dict:
         "tables": {**{f"table {key}": (lambda names=names: comparison(names, reference="oracle adapter"))
                       for key, names in TABLES.items()},
                    "notebook 04 bootstrap": chapter04.sc_differences, "domain transfer claim": claims.domain_claim,
-                   "GCM test": claims.gcm_test,
                    **{f"claim {name}": (lambda name=name: artifacts.load_or_build(name))
                       for name in ("transfer_claim", "random_claim")},
                    **{f"claim: {c.claim}": (lambda c=c: claims.decided(c)) for c in claims.CLAIMS}},

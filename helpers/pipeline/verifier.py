@@ -30,7 +30,7 @@ def evaluation_accuracies() -> pd.Series:
 def _build_verifier(folder: Path) -> dict:
     """The GCM's backbone: its own run from scratch, saved at every check, with its three rungs picked.
 
-    Test accuracy of each rung is scored on the test split (claims.gcm_range reads the shipped rung's)."""
+    Test accuracy of each rung is scored on the test split (`claims.verifier_accuracy` reads it)."""
     config.set_threads()
     accuracies = evaluation_accuracies()
     out = train_verifier(folder, stop_at=float(accuracies.max()) + config.gcm().stop_margin)

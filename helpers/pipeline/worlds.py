@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 
 from helpers import config
+from helpers.cache.fingerprint import code_fingerprint
+from helpers.evaluation import findings
 from helpers.pipeline import claims
 from helpers.pipeline.checkpoints import get_checkpoints
 from helpers.pipeline.decoded import greedy_results
@@ -33,6 +35,7 @@ from helpers.world import sums
 WORLDS_DIR = config.DATA_DIR / "worlds"
 REPLICATION_SEEDS = (1, 2)  # built by `make worlds` beside the shipped world's seed 0
 SUMS = "SHA256SUMS"
+CODE = "code.txt"  # the fingerprint of the code that decided the claims (`helpers.pipeline.claims` and its imports)
 
 
 def folder(seed: int) -> Path:
@@ -113,9 +116,14 @@ def _committed(where: Path) -> dict[str, str]:
     return dict(line.split("  ")[::-1] for line in (where / SUMS).read_text().splitlines())
 
 
+def _decided_by() -> bytes:
+    return f"{code_fingerprint('helpers.pipeline.claims')}\n".encode()
+
+
 def write(seed: int) -> Path:
-    """Write world seed `seed`'s result files and their SHA-256 list (the current process uses that seed)."""
-    texts = _texts(results())
+    """Write world seed `seed`'s result files, the fingerprint of the code that decided its claims, and their
+    SHA-256 list (the current process uses that seed)."""
+    texts = {**_texts(results()), CODE: _decided_by()}
     where = folder(seed)
     where.mkdir(parents=True, exist_ok=True)
     for name, data in texts.items():
@@ -133,7 +141,7 @@ def verify(seed: int) -> list[str]:
     committed = _committed(where)
     problems = [f"seed {seed}: {name} does not match its SHA-256 in {SUMS}" for name, digest in committed.items()
                 if not (where / name).exists() or hashlib.sha256((where / name).read_bytes()).hexdigest() != digest]
-    texts = _texts(results())
+    texts = {**_texts(results()), CODE: _decided_by()}
     for name, data in sorted(texts.items()):
         if hashlib.sha256(data).hexdigest() != committed.get(name):
             problems.append(f"seed {seed}: {name} differs from the rebuild")
@@ -151,5 +159,33 @@ def read(seed: int) -> dict[str, pd.DataFrame]:
         data = (where / name).read_bytes()
         if hashlib.sha256(data).hexdigest() != digest:
             raise ValueError(f"{where.name}/{name} does not match its SHA-256 in {SUMS}: restore it with git")
-        out[name] = pd.read_csv(io.BytesIO(data))
+        if name.endswith(".csv"):
+            out[name] = pd.read_csv(io.BytesIO(data))
+    if CODE not in committed or (where / CODE).read_text().strip() != _decided_by().decode().strip():
+        raise ValueError(f"{where.name}'s claims were decided by other code than this checkout's: rebuild them "
+                         f"with `make world WORLD_SEED={seed}` (maintainers)")
+    return out
+
+
+def replication_table(current: pd.DataFrame) -> pd.DataFrame:
+    """`current` (this world's `claims.table()`) with each claim's verdict in every world and its replication
+    verdict (`findings.replication`: "replicated: <verdict>" when all worlds agree, "world-dependent: <split>"
+    otherwise). This world's verdicts come from `current`, the others' from their committed results; a world whose
+    results are missing, altered or decided by other code (`read`) is left out, named in ``attrs["missing"]``, and
+    each replication verdict then says over how many worlds it was reached ("(2 of 3 worlds)")."""
+    here = config.world().seed
+    columns, missing = {f"world {here}": current["verdict"]}, []
+    for seed in sorted({config.SEED, *REPLICATION_SEEDS} - {here}):
+        try:
+            committed = read(seed)["claims.csv"].set_index("claim")
+        except (FileNotFoundError, ValueError) as err:
+            missing.append(f"world {seed}: {err}")
+            continue
+        columns[f"world {seed}"] = committed["verdict"].reindex(current.index)
+    out = pd.DataFrame(columns, index=current.index)
+    worlds = len(REPLICATION_SEEDS) + 1
+    among = f" ({len(columns)} of {worlds} worlds)" if len(columns) < worlds else ""  # a world left out: say so
+    out["replication"] = [findings.replication(row) + among if row.notna().all()
+                          else "incomplete: a world lacks the claim" for _, row in out.iterrows()]
+    out.attrs["missing"] = missing
     return out

@@ -42,7 +42,7 @@ STAGES = {
                                "verbalized_adapter", "verbalized", "verbalized_rephrasings", "p_true"),
     "adapters and baselines": ("adapter", "adapter_results", "multi_answer_adapter", "gcm_verifier", "gcm",
                                "gcm_results", "verifier_answers", "feature_variance"),
-    "tables and findings": ("comparison", "claim", "transfer_claim", "random_claim", "domain_claim", "gcm_test",
+    "tables and findings": ("comparison", "claim", "transfer_claim", "random_claim", "domain_claim",
                             "sc_differences", "verbalized_findings"),
 }
 
