@@ -17,8 +17,9 @@ which checkpoint its verdict hinges on: the verdict recomputed with each checkpo
 is in), and the jackknife standard error of the difference over those leave-one-out values.
 
 `findings_table` corrects the paper's counted claims for multiplicity once: one Holm family (Holm 1979) over
-both metrics' two-sided p-values, at a family-wise 5%. A bootstrap share of 0 only says p < 1/R (R resamples);
-there the test uses the normal approximation of the replicates, capped at 1/R, and the table shows "< 1/R".
+both metrics' two-sided p-values, at a family-wise 5%. A bootstrap share of 0 only says p < about 2/(R + 1)
+(R resamples); there the test uses the normal approximation of the replicates, never capped, and the table
+shows "< 1/R".
 Checks that hold by construction (a copy's contrast AUC is exactly 0.5) are `Check`s of the machinery and
 are never counted as findings.
 """
