@@ -66,7 +66,8 @@ def _committed_world(root, seed, verdicts, decided_by):
     """A world's result folder as `write` leaves it, with the given claims' verdicts and code stamp."""
     where = root / f"seed-{seed}"
     where.mkdir()
-    texts = {"claims.csv": pd.DataFrame({"claim": list(verdicts), "verdict": list(verdicts.values())})
+    texts = {"claims.csv": pd.DataFrame({"claim": list(verdicts), "verdict": list(verdicts.values()),
+                                         "difference": [-0.1] * len(verdicts)})
              .to_csv(index=False).encode(), worlds.CODE: decided_by}
     for name, data in texts.items():
         (where / name).write_bytes(data)
@@ -76,11 +77,13 @@ def _committed_world(root, seed, verdicts, decided_by):
 def test_replication_names_a_world_decided_by_other_code_and_counts_the_worlds(clean_env, tmp_path, monkeypatch):
     monkeypatch.setattr(worlds, "WORLDS_DIR", tmp_path)
     monkeypatch.setattr(worlds, "_decided_by", lambda: b"0123456789abcdef\n")
-    current = pd.DataFrame({"verdict": ["reproduced", "contradicted"]}, index=pd.Index(["a", "b"], name="claim"))
+    current = pd.DataFrame({"verdict": ["reproduced", "contradicted"], "difference": [-0.2, 0.1]},
+                           index=pd.Index(["a", "b"], name="claim"))
     _committed_world(tmp_path, 1, {"a": "reproduced", "b": "inconclusive"}, b"0123456789abcdef\n")
     _committed_world(tmp_path, 2, {"a": "reproduced", "b": "contradicted"}, b"fedcba9876543210\n")  # older code
     table = worlds.replication_table(current)
-    assert list(table.columns) == ["world 0", "world 1", "replication"]
+    assert list(table.columns) == ["world 0", "world 1", "replication", "signs"]
+    assert table["signs"].tolist() == ["− −", "+ −"]  # world 0's and world 1's differences
     assert table["replication"].tolist() == ["replicated: reproduced (2 of 3 worlds)",
                                              "world-dependent: 1 contradicted, 1 inconclusive (2 of 3 worlds)"]
     assert len(table.attrs["missing"]) == 1 and "world 2" in table.attrs["missing"][0]

@@ -172,9 +172,12 @@ def replication_table(current: pd.DataFrame) -> pd.DataFrame:
     verdict (`findings.replication`: "replicated: <verdict>" when all worlds agree, "world-dependent: <split>"
     otherwise). This world's verdicts come from `current`, the others' from their committed results; a world whose
     results are missing, altered or decided by other code (`read`) is left out, named in ``attrs["missing"]``, and
-    each replication verdict then says over how many worlds it was reached ("(2 of 3 worlds)")."""
+    each replication verdict then says over how many worlds it was reached ("(2 of 3 worlds)"). ``signs`` gives the
+    sign of the paper metric's difference in each world compared ("− − −"): a claim can be world-dependent in
+    its verdicts while its direction agrees everywhere."""
     here = config.world().seed
     columns, missing = {f"world {here}": current["verdict"]}, []
+    differences = {here: current.get("difference")}
     for seed in sorted({config.SEED, *REPLICATION_SEEDS} - {here}):
         try:
             committed = read(seed)["claims.csv"].set_index("claim")
@@ -182,10 +185,14 @@ def replication_table(current: pd.DataFrame) -> pd.DataFrame:
             missing.append(f"world {seed}: {err}")
             continue
         columns[f"world {seed}"] = committed["verdict"].reindex(current.index)
+        differences[seed] = committed.get("difference", pd.Series(dtype=float)).reindex(current.index)
     out = pd.DataFrame(columns, index=current.index)
     worlds = len(REPLICATION_SEEDS) + 1
     among = f" ({len(columns)} of {worlds} worlds)" if len(columns) < worlds else ""  # a world left out: say so
     out["replication"] = [findings.replication(row) + among if row.notna().all()
                           else "incomplete: a world lacks the claim" for _, row in out.iterrows()]
+    signs = pd.DataFrame({seed: d for seed, d in differences.items() if d is not None}, index=current.index)
+    out["signs"] = [" ".join("?" if pd.isna(v) else "+" if v > 0 else "−" if v < 0 else "0" for v in row)
+                    for row in signs.to_numpy(dtype=float)]  # the paper metric's difference, world by world
     out.attrs["missing"] = missing
     return out
