@@ -232,7 +232,7 @@ class Contrast:
 
 @dataclass(frozen=True)
 class Findings:
-    """The forms of the findings' tests, fixed before looking at any result (notebook 06)."""
+    """The forms of the findings' tests (notebook 06); docs/settings.md says when and how they were chosen."""
 
     # Domain transfer (§3.2, §B.5): "the advantage largely disappears" is an equivalence test with an absolute
     # margin. 0.05 AUC is a tenth of the scale above chance and below the smallest gap between methods the paper

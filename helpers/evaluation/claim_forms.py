@@ -52,7 +52,8 @@ def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], 
     question sets (e.g. sums and subtraction), with contrast pairs of at least `min_sizes` (inside, outside)
     questions; each set has its own question resample (they share no question) and both redraw the seeds alike.
 
-    Two parts, both fixed before looking (`config.findings()`):
+    Two parts, with the margin and level of `config.findings()` (chosen after world 0's numbers were seen;
+    docs/settings.md says how):
     - **similar**: an equivalence test (two one-sided tests), so that a reversal is not a reproduction: the
       outside advantage lies within ± `margin` (an absolute AUC difference);
     - **poor**: both methods' outside contrast `metric` lies below `level`.
@@ -83,7 +84,7 @@ def gap_claim(inside: tuple, outside: tuple, pairs, min_sizes: tuple[int, int], 
     poor = all(high < level for _, _, high in levels.values())
     not_poor = any(low > level for _, low, _ in levels.values())
     result = "reproduced" if similar and poor else "contradicted" if beyond or not_poor else "inconclusive"
-    # p, fixed before looking at the verdict: twice the smaller p of the two directions' tests. Reproduced needs
+    # p, the same rule whatever the verdict: twice the smaller p of the two directions' tests. Reproduced needs
     # all four one-sided tests (inside both bounds, both methods below the level): the largest of their p-values
     # (an intersection-union test). Contradicted needs any one of their opposites: the smallest p-value times four
     # (Bonferroni over the four ways). A share of 0 counts as 1/R (R replicates).
