@@ -13,7 +13,6 @@ twins' titles ("Answers: 05 · …", book/course.py).
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -21,11 +20,17 @@ BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 sys.path.insert(0, str(BOOK))
 
+import course  # noqa: E402
+
 project = "Confidence calibration of language models"
 author = "the series' authors"
 html_show_copyright = False
 
-extensions = ["myst_nb"]
+extensions = ["myst_nb", "sphinx_copybutton"]
+
+# A copy button on every code cell and code block, not on printed outputs (sphinx-copybutton).
+copybutton_selector = "div.highlight:not(.cell_output *) pre"
+copybutton_exclude = ".linenos, .gp, .go"
 
 # Only the course's own files are pages: not .venv, data/, tests/ or build outputs.
 root_doc = "docs/guide"
@@ -63,10 +68,11 @@ PARTS = [
 ]
 SOLUTIONS = "notebooks/solutions/*.ipynb"
 
-# Where a learner gets the code: the front page's "Start here" block shows `git clone <this>`. The repository
-# has no fixed public address, so the URL comes from the environment of whoever publishes the site
-# (COURSE_REPOSITORY_URL=https://… make book); without it the block names it REPOSITORY-URL, as the README does.
-REPOSITORY_URL = os.environ.get("COURSE_REPOSITORY_URL", "").strip()
+# Where a learner gets the code: the front page's "Start here" block and the README's page show
+# `git clone <this>`, and every page's header links it. One setting: `repository` under [tool.course] in
+# pyproject.toml; empty, the address of this checkout's `origin` remote (credentials dropped); with neither,
+# the pages say so and name no address (course.repository_url).
+REPOSITORY_URL = course.repository_url(ROOT)
 
 # --- theme ------------------------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
@@ -90,16 +96,15 @@ html_theme_options = {
     "collapse_navbar": False,
     "navigation_with_keys": False,
 }
-# On a host the theme knows, every page's header also links the repository.
-if any(f"//{host}/" in REPOSITORY_URL for host in ("github.com", "gitlab.com", "bitbucket.org")):
-    html_theme_options |= {"repository_url": REPOSITORY_URL.removesuffix(".git"), "use_repository_button": True}
+# (The repository's button in every page's header, on any host, is added by book/course.py.)
+html_favicon = str(BOOK / "_static" / "favicon.svg")
+# Search: the lessons before their answer twins (which are titled "Answers: …", book/course.py).
+html_search_scorer = str(BOOK / "search_scorer.js")
 # Light unless the reader switches (the figures are drawn on white); an unset mode logs a console error.
 html_context = {"default_mode": "light"}
 pygments_style = "default"
 
 
 def setup(app):
-    import course
-
     course.setup(app, ROOT, PARTS, SOLUTIONS, REPOSITORY_URL)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

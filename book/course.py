@@ -5,6 +5,10 @@
   (notebooks/solutions/*.ipynb); without twins that page and its part are left out.
 - The front page opens with a short "Start here" block (get the code, what to read first, where the
   answers are), put under its title while Sphinx reads it: the guide itself says it after 3,000 words.
+- The repository's address (`repository_url`): one setting, `repository` under `[tool.course]` in
+  pyproject.toml; when it is empty, this checkout's `origin` remote (`git remote get-url origin`); with
+  neither, the site says where to set it and makes up no address. The "Start here" block and the README's
+  page show it in their `git clone`, and every page's header links it.
 - An answer twin's title is "Answers: <the lesson's title>" on the site (its page, the navigation and the
   search results), so that search does not list every lesson twice under one title.
 - Exercise solutions inside a lesson notebook (cells tagged `solution`) are folded behind a
@@ -19,6 +23,9 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import tomllib
 from pathlib import Path
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -41,6 +48,43 @@ def _docs(root: Path, patterns: list[str]) -> list[str]:
             if entry not in out:
                 out.append(entry)
     return out
+
+
+# The placeholder the README's `git clone` line uses; the site replaces it with the address when it knows one.
+README_PLACEHOLDER = "<repository-address>"
+# What the site says when it knows no address (the "Start here" block; make check-site looks for it).
+NO_ADDRESS = ("This website was built without the repository's address: `repository` under `[tool.course]` in "
+              "pyproject.toml is empty and the checkout it was built from has no `origin` remote. Use the "
+              "address you got the course from in place of `<repository-address>`.")
+
+
+def _public(url: str) -> str:
+    """An address as a learner clones it: without user name or token, `git@host:owner/name(.git)` as
+    https, and without a trailing `.git` or slash ("" stays "")."""
+    url = url.strip()
+    ssh = re.fullmatch(r"(?:ssh://)?git@([^:/]+)[:/](.+)", url)
+    if ssh:
+        url = f"https://{ssh.group(1)}/{ssh.group(2)}"
+    url = re.sub(r"^(https?://)[^/@]*@", r"\1", url)  # never publish credentials of a remote
+    return url.removesuffix("/").removesuffix(".git")
+
+
+def repository_url(root: Path) -> str:
+    """The repository's address: `[tool.course] repository` in root/pyproject.toml, else the `origin` remote
+    of the git checkout at root, else "" (no address: the site says so and invents none)."""
+    pyproject = root / "pyproject.toml"
+    setting = ""
+    if pyproject.is_file():
+        setting = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("course", {}).get(
+            "repository", "")
+    if setting.strip():
+        return _public(setting)
+    try:
+        remote = subprocess.run(["git", "-C", str(root), "remote", "get-url", "origin"], capture_output=True,
+                                text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return _public(remote.stdout) if remote.returncode == 0 else ""
 
 
 TWIN_PREFIX = "Answers: "
@@ -69,8 +113,8 @@ def _twin_entries(root: Path, pattern: str) -> list[str]:
 def _start_here(root: Path, lessons: list[str], twins: bool, repository: str) -> str:
     """The front page's "Start here" block (MyST, for docs/guide.md): get the code, read the first lesson,
     check the exercises against the answer twins. Links are relative to docs/."""
-    where = repository or "REPOSITORY-URL"
-    note = "" if repository else " REPOSITORY-URL is the address of the repository this website comes from."
+    where = repository or README_PLACEHOLDER
+    note = f" The repository: <{repository}>." if repository else " " + NO_ADDRESS
     items = [f"""**Get the code** with git, and run every notebook once. You need `make` and Python 3.11, 3.12 or
    3.13; the first run also installs the pinned packages into `.venv`.
 
@@ -184,10 +228,23 @@ def setup(app, root: Path, parts, solutions: str, repository: str = "") -> None:
         if docname == app.config.root_doc:
             source[0] = _after_title(source[0], start_here)
             source[0] += "".join(_toctree(caption, docs) for caption, docs in nav)
+        elif docname == "README" and repository:
+            source[0] = source[0].replace(README_PLACEHOLDER, repository)
         elif docname == "book/solutions":
             source[0] += _toctree("Answer twins", twins).replace(":hidden:\n", ":maxdepth: 1\n")
         elif app.env.doc2path(docname).suffix == ".ipynb":
             source[0] = _rewrite_notebook(source[0], _is_twin(docname))
 
+    def header_button(app, pagename, templatename, context, doctree):
+        """Every page's header links the repository (after the theme's own buttons: priority 502)."""
+        if repository and "header_buttons" in context:
+            host = repository.split("/")[2] if repository.count("/") >= 2 else ""
+            icon = {"github.com": "fab fa-github", "gitlab.com": "fab fa-gitlab",
+                    "bitbucket.org": "fab fa-bitbucket"}.get(host, "fab fa-git-alt")
+            context["header_buttons"].append({"type": "link", "url": repository, "icon": icon,
+                                              "tooltip": "The repository: get the code",
+                                              "label": "course-repository"})
+
     app.connect("config-inited", config_inited)
+    app.connect("html-page-context", header_button, priority=502)
     app.connect("source-read", source_read)

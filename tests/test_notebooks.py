@@ -17,7 +17,7 @@ def test_there_are_notebooks():
 
 
 POOR_WORLD = '{"contrast": {"min_size": 100000, "min_size_transfer": 100000}}'
-CONTRAST_NOTEBOOKS = [p for p in NOTEBOOKS if p.name[:2] in ("00", "04", "05", "06")]
+CONTRAST_NOTEBOOKS = [p for p in NOTEBOOKS if p.name[:2] in ("00", "04", "05", "06", "07")]
 OTHER_NOTEBOOKS = [p for p in NOTEBOOKS if p not in CONTRAST_NOTEBOOKS]
 
 

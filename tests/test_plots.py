@@ -268,25 +268,61 @@ def test_learning_curves_shade_every_large_and_uniform_stretch():
     from helpers.figures.plots import learning_curves
 
     log = pd.DataFrame({"step": [100, 200, 300, 400, 500, 600, 700],
-                        "phase": ["small", "large", "large", "small", "large", "uniform", "uniform"],
                         "loss": [1.0, 0.8, 0.6, 0.5, 0.45, 0.4, 0.3], "accuracy": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7]})
     for group in ("small", "mixed", "large"):
         log[f"accuracy_{group}"] = log["accuracy"]
-    fig = learning_curves(log)
+    # the stream step by step: phases that switch between saves (at 130, 360, 420 and 540), and a wrong rule
+    # taught over steps 250-309
+    phase = ["small"] * 130 + ["large"] * 230 + ["small"] * 60 + ["large"] * 120 + ["uniform"] * 160
+    stream = pd.DataFrame({"step": range(700), "phase": phase,
+                           "taught wrong": [250 <= s < 310 for s in range(700)]})
+    fig = learning_curves(log, stream=stream)
     loss_ax, acc_ax = fig.axes
     spans = [p for p in acc_ax.patches if isinstance(p, Rectangle)]
-    # two separate large stretches and one uniform stretch, shaded on both axes
-    assert len(spans) == 3 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 3
+    # two separate large stretches, one uniform stretch and the wrong-rule strip; the loss panel has no strip
+    assert len(spans) == 4 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 3
     # the shades named in a legend, not in labels that overprint each other in short phases
     assert not loss_ax.texts
     assert [t.get_text() for t in loss_ax.get_legend().get_texts()] == [
         "large phase", "mixed phase", "uniform phase", "small phase"]
-    assert [round(s.get_x()) for s in spans] == [100, 400, 500]  # each stretch starts one save before its first
+    # each stretch covers exactly its steps (step s trains on the batch drawn for s), not the save before it
+    assert sorted((round(s.get_x()), round(s.get_x() + s.get_width())) for s in spans) == [
+        (130, 360), (250, 310), (420, 540), (540, 700)]
     assert len(acc_ax.get_lines()) == 4
     # with the windows: their checkpoints as triangles and the cut between them as a dashed line
-    fig = learning_curves(log, {"training": [200, 300], "evaluation": [500, 700]})
+    fig = learning_curves(log, {"training": [200, 300], "evaluation": [500, 700]}, stream=stream)
     acc_ax = fig.axes[1]
     labels = [line.get_label() for line in acc_ax.get_lines()]
     assert {"training checkpoints", "evaluation checkpoints", "training | evaluation cut"} <= set(labels)
     (cut,) = [line for line in acc_ax.get_lines() if line.get_label() == "training | evaluation cut"]
     assert cut.get_xdata()[0] == 400
+
+
+def test_window_accuracy_spaces_checkpoints_by_step():
+    import pandas as pd
+
+    from helpers.figures.plots import window_accuracy
+
+    names = ["step-02000", "step-02900", "step-04000"]
+    accuracy = pd.DataFrame({"small operands": [0.2, 0.5, 0.9]}, index=names)
+    ax = window_accuracy(accuracy, {"training": names[:1], "evaluation": names[1:]}).axes[0]
+    (line,) = ax.get_lines()
+    assert list(line.get_xdata()) == [2000, 2900, 4000]  # 1,100 steps between the last two, not one tick
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["02000", "02900", "04000"]
+
+
+def test_the_palette_gives_each_colour_one_meaning():
+    from matplotlib.colors import to_hex
+
+    from helpers.figures import palette
+
+    named = {name: value for name, value in vars(palette).items() if name.isupper() and isinstance(value, str)
+             and not name.endswith("_MAP")}
+    named |= {f"RANGES[{k}]": v for k, v in palette.RANGES.items()}
+    named |= {f"WINDOWS[{k}]": v for k, v in palette.WINDOWS.items()}
+    named |= {f"VERDICTS[{k}]": v for k, v in palette.VERDICTS.items()}
+    by_colour: dict[str, list[str]] = {}
+    for name, value in named.items():
+        by_colour.setdefault(to_hex(value), []).append(name)
+    shared = {colour: names for colour, names in by_colour.items() if len(names) > 1}
+    assert not shared, f"colours with more than one meaning: {shared}"

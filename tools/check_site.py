@@ -15,10 +15,26 @@ not typeset by MathJax, or, where the navigation sits beside the article, when i
 view on arrival. The front page must show its "Start here" block on the first screen. Once, at the widest
 width, every internal link and anchor must resolve (an existing page and an element with that id). On the
 front page and the first notebook, at each width, the ☰ button must fold and open the navigation and the
-"Contents" button must open the page's table of contents (or that table must be in view already). The
-search page must find a word, with no two results under one title. A screenshot of each page at each
-width (and of the first figures of each page) goes to build/screenshots/, with the navigation open in
-nav-*.png.
+"Contents" button must open the page's table of contents (or that table must be in view already). A
+screenshot of each page at each width (and of the first figures of each page) goes to build/screenshots/,
+with the navigation open in nav-*.png.
+
+What the readers of issue 53 found, checked at each width:
+- Getting the code: no page says REPOSITORY-URL. With an address (book/course.py's repository_url:
+  `[tool.course] repository` in pyproject.toml, else the `origin` remote), the front page's and the README
+  page's `git clone` name it and every page's header links it, in view on arrival; without one, the front
+  page says where to set it and the header has no repository link (repo-*.png).
+- Copy buttons: every code cell and code block has one (printed outputs none), visible on a touch screen,
+  and a click puts exactly the code on the clipboard (copy-*.png).
+- Figures: each is shown at 90% of its drawn width or more, or is marked to enlarge; a click on the first
+  such figure of a notebook opens it on the same page (the URL unchanged) at its drawn size, and its ×
+  button closes it (zoom-*.png).
+- Tables: a table that scrolls sideways keeps its row labels in view and gives them at most 45% of its
+  box; where the navigation sits beside the article no table of 8 data columns or fewer scrolls sideways
+  (notebook 05's verdict column was out of view at 1366 px; table-*.png).
+- Search: a word's results list every lesson before any answer twin, and each twin's result is titled
+  "Answers: …" and marked "answers"; no two results have one title (search-results-*.png).
+- A favicon: every page names one, and it loads as an image.
 
 Part 2, the explorer: starts JupyterLab from .venv on 127.0.0.1 with a token, on a temporary copy of the
 notebook (the committed file is never touched), runs all cells from the Run menu, finds the cell tagged
@@ -49,7 +65,9 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "book"))
 from check_links import pages  # noqa: E402
+from course import NO_ADDRESS, README_PLACEHOLDER, repository_url  # noqa: E402  (book/course.py: stdlib only)
 
 from playwright.sync_api import Error as PlaywrightError  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
@@ -59,6 +77,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDTHS = (390, 1366)
 NARROW_MAX = 991  # the themes show the navigation beside the article from 992 px on
 SEARCH_WORD = "calibration"
+# A table of more data columns than this may scroll sideways on a laptop (its row labels stay in view); one of
+# this many or fewer fits the article's column there (notebook 05's claims table, 6 columns, did not).
+WIDE_TABLE = 8
 
 
 def viewport(width: int) -> dict:
@@ -123,8 +144,42 @@ _PAGE_FACTS = """() => {
     return {src: img.getAttribute('src').slice(0, 100), complete: img.complete, natural: img.naturalWidth,
             width: r.width, height: r.height, visible: visible};
   });
-  return {ids, links, images, title: document.title};
+  const icon = document.querySelector('link[rel~="icon"]');
+  return {ids, links, images, title: document.title, icon: icon ? icon.href : null,
+          placeholder: document.body.innerText.includes('REPOSITORY-URL')};
 }"""
+
+# Figures (notebook outputs): how large each is shown against how it was drawn, and whether it is marked to
+# enlarge (course.js). Folded cells were opened by _PAGE_FACTS.
+_FIGURES = """() => [...document.querySelectorAll('div.cell_output img')].filter(img => img.checkVisibility())
+  .map(img => ({src: img.getAttribute('src').split('/').pop(), natural: img.naturalWidth,
+                shown: img.getBoundingClientRect().width,
+                zoomable: !!img.closest('a.course-zoom.course-zoomable')}))"""
+
+# Tables (pandas): the widest row-label column against its box, and whether the table scrolls sideways (and
+# which of its header cells are then out of view).
+_TABLES = """() => [...document.querySelectorAll('div.cell_output table.dataframe')].filter(t => t.checkVisibility())
+  .map(table => {
+    const box = table.closest('.output') || table.parentElement;
+    const b = box.getBoundingClientRect();
+    const labels = [...table.querySelectorAll('tbody th')].map(th => th.getBoundingClientRect().width);
+    const hidden = [...table.querySelectorAll('thead th')]
+      .filter(th => th.textContent.trim() && th.getBoundingClientRect().right > b.right + 1)
+      .map(th => th.textContent.trim());
+    // Scrolled to its right end, the row labels stay in view (sticky), so a reader knows which row is which.
+    const first = table.querySelector('tbody th');
+    let sticky = true;
+    if (first && box.scrollWidth > box.clientWidth + 1) {
+      const before = box.scrollLeft;
+      box.scrollLeft = box.scrollWidth;
+      sticky = first.getBoundingClientRect().left >= b.left - 1;
+      box.scrollLeft = before;
+    }
+    const row = table.querySelector('tbody tr');
+    return {box: box.clientWidth, scroll: box.scrollWidth, label: Math.max(0, ...labels), hidden, sticky,
+            columns: row ? row.querySelectorAll('td').length : 0,
+            headers: [...table.querySelectorAll('thead th')].map(th => th.textContent.trim()).filter(Boolean)};
+  })"""
 
 # Printed outputs (stream and plain-text results, in notebook pages): every `pre` of an output area, how many
 # lines it prints, and those wider than their box (cut off: the reader must scroll sideways to see the end).
@@ -248,6 +303,11 @@ def check_pages(browser, site: Path, base: str, shots: Path, width: int, links: 
         if maths["maths"] and (maths["typeset"] < maths["maths"] or maths["errors"]):
             failures.append(f"{rel} {at}: {maths['maths']} maths elements, {maths['typeset']} typeset by MathJax, "
                             f"{maths['errors']} with errors (MathJax {'loaded' if maths['loaded'] else 'not loaded'})")
+        failures += _check_figures_and_tables(page, rel, name, width)
+        if not info["icon"]:
+            failures.append(f"{rel}: the page names no favicon (no <link rel=icon>)")
+        if info["placeholder"]:
+            failures.append(f"{rel} {at}: the page says REPOSITORY-URL, an address that does not exist")
         # Show each page from its top (the sidebar too: the theme scrolled it to the page's entry).
         page.evaluate("document.querySelector('.bd-sidebar-primary')?.scrollTo(0, 0); window.scrollTo(0, 0)")
         page.screenshot(path=str(shots / f"{name}-{width}.png"))
@@ -275,8 +335,34 @@ def check_pages(browser, site: Path, base: str, shots: Path, width: int, links: 
 
     if links:
         failures += _check_links(facts, base)
-        failures += _check_search(page, base, shots, errors)
+    failures += _check_search(page, base, shots, errors, width)
     context.close()
+    return failures
+
+
+def _check_figures_and_tables(page, rel: str, name: str, width: int) -> list[str]:
+    """A page's figures are legible (shown at 90% of their drawn width or more, or marked to enlarge), its
+    row-label columns are no wider than 45% of their box, and where the navigation sits beside the article
+    (a laptop) no table scrolls sideways."""
+    failures: list[str] = []
+    at = f"at {width} px"
+    small = [f for f in page.evaluate(_FIGURES) if f["natural"] and f["shown"] < 0.9 * f["natural"]
+             and not f["zoomable"]]
+    if small:
+        f = small[0]
+        failures.append(f"{rel} {at}: {len(small)} figures are shown smaller than drawn with no way to enlarge "
+                        f"them, e.g. {f['src']} ({f['shown']:.0f} of {f['natural']} px; see {name}-{width}.png)")
+    for k, table in enumerate(page.evaluate(_TABLES)):
+        scrolls = table["scroll"] > table["box"] + 1
+        if scrolls and table["label"] > 0.45 * table["box"]:
+            failures.append(f"{rel} {at}: table {k + 1} scrolls sideways and its row labels take "
+                            f"{table['label']:.0f} of {table['box']} px (over 45%; headers {table['headers'][:4]})")
+        if scrolls and not table["sticky"]:
+            failures.append(f"{rel} {at}: table {k + 1}'s row labels scroll out of view with its columns")
+        if width > NARROW_MAX and scrolls and table["columns"] <= WIDE_TABLE:
+            failures.append(f"{rel} {at}: table {k + 1} ({table['columns']} columns) scrolls sideways "
+                            f"({table['scroll']} px in {table['box']} px); out of view: "
+                            f"{table['hidden'] or table['headers'][-1:]}")
     return failures
 
 
@@ -306,26 +392,173 @@ def _check_links(facts: dict[str, dict], base: str) -> list[str]:
     return failures
 
 
-def _check_search(page, base: str, shots: Path, errors: list[str]) -> list[str]:
-    """The theme's search page finds a word of the course, and no two results have one title (an answer
-    twin is titled "Answers: …", book/course.py)."""
+_SEARCH_RESULTS = """() => [...document.querySelectorAll('#search-results ul.search li > a')].map(a => ({
+  href: a.getAttribute('href'), title: a.textContent.trim(),
+  mark: getComputedStyle(a, '::before').content.replace(/"/g, '')}))"""
+
+
+def _check_search(page, base: str, shots: Path, errors: list[str], width: int) -> list[str]:
+    """The theme's search page finds a word of the course; every lesson comes before any answer twin
+    (book/search_scorer.js), each twin's result is titled "Answers: …" (book/course.py) and marked
+    "answers" (course.css), and no two results have one title."""
     failures: list[str] = []
+    at = f"at {width} px"
     errors.clear()
     page.goto(f"{base}/search.html?q={SEARCH_WORD}", wait_until="load")
     try:
         page.wait_for_selector("#search-results ul.search li", timeout=30_000)
         page.wait_for_selector("#search-results .search-summary", timeout=60_000)  # the search has finished
-        titles = [t.strip() for t in page.locator("#search-results ul.search li > a").all_inner_texts()]
-        log(f"  search for {SEARCH_WORD!r}: {len(titles)} results")
+        results = page.evaluate(_SEARCH_RESULTS)
+        titles = [r["title"] for r in results]
+        twin = [r["href"].startswith("notebooks/solutions/") for r in results]
+        log(f"  search for {SEARCH_WORD!r} {at}: {len(results)} results, {sum(twin)} of them answer twins")
         twice = sorted({t for t in titles if titles.count(t) > 1})
         if twice:
-            failures.append(f"search.html?q={SEARCH_WORD}: {len(twice)} titles are listed more than once, e.g. "
-                            f"{twice[0]!r} (a lesson and its answer twin under one title?)")
+            failures.append(f"search.html?q={SEARCH_WORD} {at}: {len(twice)} titles are listed more than once, "
+                            f"e.g. {twice[0]!r} (a lesson and its answer twin under one title?)")
+        if True in twin and False in twin[twin.index(True):]:
+            late = results[twin.index(True) + twin[twin.index(True):].index(False)]
+            failures.append(f"search.html?q={SEARCH_WORD} {at}: a lesson's result ({late['title']!r}) comes after "
+                            f"an answer twin's ({results[twin.index(True)]['title']!r}): lessons first")
+        for result, is_twin in zip(results, twin):
+            if is_twin and not (result["title"].startswith("Answers: ") and "answers" in result["mark"]):
+                failures.append(f"search.html?q={SEARCH_WORD} {at}: the answer twin's result "
+                                f"{result['title']!r} is not titled \"Answers: …\" and marked \"answers\"")
+                break
     except PlaywrightError:
-        failures.append(f"search.html: searching for {SEARCH_WORD!r} found nothing (is searchindex.js built?)")
-    page.screenshot(path=str(shots / "search-results.png"))
+        failures.append(f"search.html {at}: searching for {SEARCH_WORD!r} found nothing (is searchindex.js built?)")
+    page.screenshot(path=str(shots / f"search-results-{width}.png"), full_page=True)
     for error in dict.fromkeys(errors):
-        failures.append(f"search.html?q={SEARCH_WORD}: {error}")
+        failures.append(f"search.html?q={SEARCH_WORD} {at}: {error}")
+    return failures
+
+
+def check_reader_items(browser, site: Path, base: str, shots: Path, width: int) -> list[str]:
+    """At one width, what the readers of issue 53 could not do: get the code (a `git clone` with the
+    repository's address, or a page that says where it is set, and the header's link to it), copy a code
+    cell (its copy button), read a figure on a phone (the figure viewer) and see the favicon."""
+    failures: list[str] = []
+    context, page, errors, external = _site_context(browser, base, width)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
+    at = f"at {width} px"
+    address = repository_url(ROOT)
+    notebooks = sorted((site / "notebooks").glob("*.html"))
+
+    # Getting the code: the front page's "Start here" block, the README's page and every header.
+    for rel in ["docs/guide.html", "README.html"]:
+        page.goto(f"{base}/{rel}", wait_until="networkidle")
+        clone = [t for t in page.locator("div.highlight pre").all_inner_texts() if "git clone" in t]
+        header = page.locator("a.btn-course-repository")
+        where = "the \"Start here\" block" if rel == "docs/guide.html" else "the README's page"
+        if not clone:
+            failures.append(f"{rel} {at}: {where} shows no `git clone` command")
+        elif address and f"git clone --depth 1 {address} " not in clone[0]:
+            failures.append(f"{rel} {at}: {where}'s `git clone` does not name the repository {address}: "
+                            f"{clone[0].splitlines()[0]!r}")
+        elif not address and README_PLACEHOLDER not in clone[0]:
+            failures.append(f"{rel} {at}: with no repository address set, {where}'s `git clone` names "
+                            f"{clone[0].splitlines()[0]!r}, which is no address of this repository")
+        if address:
+            if not header.count() or header.first.get_attribute("href") != address:
+                failures.append(f"{rel} {at}: the header does not link the repository {address}")
+            elif not page.evaluate(_IN_VIEW, "a.btn-course-repository"):
+                failures.append(f"{rel} {at}: the header's repository link is not in view on arrival")
+        elif header.count():
+            failures.append(f"{rel} {at}: the header links a repository, but none is set")
+        if rel == "docs/guide.html" and not address:
+            text = page.locator(".admonition.course-start").inner_text()
+            if "[tool.course]" not in text or "built without the repository" not in text:
+                failures.append(f"{rel} {at}: no repository address is set, and the \"Start here\" block does "
+                                f"not say so (expected: {NO_ADDRESS[:60]}…)")
+        page.screenshot(path=str(shots / f"repo-{rel.split('/')[-1].removesuffix('.html')}-{width}.png"))
+    log(f"  repository {at}: {address or 'no address set (pyproject.toml [tool.course] empty, no origin remote)'}")
+
+    # The favicon loads as an image.
+    icon = page.evaluate("""() => new Promise(done => {
+      const link = document.querySelector('link[rel~="icon"]');
+      if (!link) return done(0);
+      const img = new Image(); img.onload = () => done(img.naturalWidth || 1); img.onerror = () => done(0);
+      img.src = link.href; })""")
+    if not icon:
+        failures.append(f"README.html {at}: the favicon does not load as an image")
+
+    if notebooks:
+        rel = f"notebooks/{notebooks[0].name}"
+        page.goto(f"{base}/{rel}", wait_until="networkidle")
+        # Copy buttons: every code cell's and code block's, none on an output; a click copies the code.
+        blocks = page.evaluate("""() => [...document.querySelectorAll('div.highlight pre')].map(pre => ({
+          output: !!pre.closest('.cell_output'),
+          button: !!pre.parentElement.querySelector(':scope > button.copybtn')}))""")
+        inputs = [b for b in blocks if not b["output"]]
+        missing = sum(not b["button"] for b in inputs)
+        on_outputs = sum(b["button"] for b in blocks if b["output"])
+        if not inputs or missing:
+            failures.append(f"{rel} {at}: {missing} of {len(inputs)} code cells have no copy button")
+        if on_outputs:
+            failures.append(f"{rel} {at}: {on_outputs} printed outputs have a copy button (code cells only)")
+        cell = page.locator("div.cell_input div.highlight").first
+        if cell.count():
+            cell.scroll_into_view_if_needed()
+            button = cell.locator("button.copybtn")
+            if width <= NARROW_MAX and float(button.evaluate("b => getComputedStyle(b).opacity")) < 0.5:
+                failures.append(f"{rel} {at}: the copy button is not shown on a touch screen (no hover there)")
+            code = cell.locator("pre").inner_text()
+            page.evaluate("navigator.clipboard.writeText('')")
+            button.click()
+            page.wait_for_timeout(300)
+            cell.screenshot(path=str(shots / f"copy-{width}.png"))
+            copied = page.evaluate("navigator.clipboard.readText()")
+            log(f"  copy button {at}: {len(inputs)} code blocks with a button, {on_outputs} outputs with one; "
+                f"the first copied {len(copied)} characters")
+            if copied.strip() != code.strip():
+                failures.append(f"{rel} {at}: the copy button put {copied[:60]!r} on the clipboard, not the cell's "
+                                f"code {code[:60]!r}")
+        # The figure viewer: the first figure marked to enlarge opens on this page at its drawn size.
+        zoomable = page.locator("div.cell_output a.course-zoom.course-zoomable img")
+        if zoomable.count():
+            figure = zoomable.first
+            figure.scroll_into_view_if_needed()
+            before = page.evaluate("[location.href, scrollY]")
+            natural = figure.evaluate("img => img.naturalWidth")
+            shown = figure.bounding_box()["width"]
+            figure.click()
+            page.wait_for_timeout(400)
+            viewer = page.locator(".course-lightbox")
+            big = viewer.locator("img")
+            if not viewer.count() or not viewer.first.is_visible():
+                failures.append(f"{rel} {at}: a click on a figure marked to enlarge opened no viewer "
+                                f"(url {page.url})")
+            else:
+                size = big.first.bounding_box()["width"]
+                page.screenshot(path=str(shots / f"zoom-{width}.png"))
+                if page.url != before[0]:
+                    failures.append(f"{rel} {at}: enlarging a figure left the page (now {page.url})")
+                if size < 0.95 * natural:
+                    failures.append(f"{rel} {at}: the enlarged figure is {size:.0f} px wide, drawn {natural} px")
+                viewer.locator(".course-lightbox-close").click()
+                page.wait_for_timeout(200)
+                if viewer.count():
+                    failures.append(f"{rel} {at}: the figure viewer's × button did not close it")
+                elif abs(page.evaluate("scrollY") - before[1]) > 2:
+                    failures.append(f"{rel} {at}: closing the figure viewer moved the page")
+                log(f"  figure viewer {at}: shown {shown:.0f} px, enlarged {size:.0f} px (drawn {natural} px)")
+        elif width <= NARROW_MAX:
+            failures.append(f"{rel} {at}: no figure is marked to enlarge on a phone (course.js)")
+    # Notebook 05's claims table (its verdict column), as a reader sees it.
+    for nb in notebooks:
+        if nb.name.startswith("05"):
+            page.goto(f"{base}/notebooks/{nb.name}", wait_until="networkidle")
+            page.evaluate("for (const d of document.querySelectorAll('details')) d.open = true")
+            table = page.locator("div.cell_output table.dataframe", has=page.locator("th", has_text="verdict"))
+            if table.count():
+                table.first.evaluate("t => t.scrollIntoView({block: 'start'})")
+                page.wait_for_timeout(200)
+                page.screenshot(path=str(shots / f"table-05-{width}.png"))
+    for error in dict.fromkeys(errors):
+        failures.append(f"reader checks {at}: {error}")
+    for url_ in dict.fromkeys(external):
+        failures.append(f"reader checks {at}: requests {url_} from outside the site")
+    context.close()
     return failures
 
 
@@ -702,6 +935,7 @@ def main() -> int:
                     failures += check_pages(browser, args.site.resolve(), base, args.screenshots, width,
                                             links=width == widths[-1])
                     failures += check_navigation(browser, args.site.resolve(), base, args.screenshots, width)
+                    failures += check_reader_items(browser, args.site.resolve(), base, args.screenshots, width)
             log(f"part 1 done in {time.monotonic() - started:.0f} s")
         if not args.skip_lab:
             started = time.monotonic()

@@ -19,18 +19,79 @@ document.addEventListener("click", (event) => {
   }
 });
 
-// 2. A notebook figure shown smaller than it was drawn opens full size on click.
-document.addEventListener("DOMContentLoaded", () => {
-  for (const img of document.querySelectorAll("div.cell_output img")) {
-    const wrap = () => {
-      if (img.closest("a") || img.naturalWidth <= img.clientWidth + 2 || img.clientWidth === 0) return;
-      const link = document.createElement("a");
-      link.href = img.getAttribute("src");
-      link.className = "course-zoom";
-      link.title = "Open the figure full size";
-      img.replaceWith(link);
-      link.appendChild(img);
-    };
-    if (img.complete) wrap(); else img.addEventListener("load", wrap);
+// 2. Figures. The notebooks draw them about 1,100 px wide; a phone's column shows them 358 px wide, so their text
+// is 3-4 px tall. A figure shown smaller than it was drawn is marked "enlarge" and, on a click or tap, opens on
+// this page at its drawn size (one image pixel per CSS pixel), in a viewer that scrolls both ways; its ×
+// button, Escape or a tap beside the figure closes it. Without JavaScript the link opens the image file.
+const courseFigures = () => document.querySelectorAll("div.cell_output img");
+
+function courseMarkZoomable() {
+  for (const img of courseFigures()) {
+    const link = img.closest("a.course-zoom");
+    if (!link) continue;
+    const smaller = img.clientWidth > 0 && img.naturalWidth > img.clientWidth + 2;
+    link.classList.toggle("course-zoomable", smaller);
+    if (smaller) link.title = "Enlarge the figure (on this page)";
+    else link.removeAttribute("title");
   }
+}
+
+function courseOpenFigure(img) {
+  const opener = document.activeElement;
+  const box = document.createElement("div");
+  box.className = "course-lightbox";
+  box.setAttribute("role", "dialog");
+  box.setAttribute("aria-modal", "true");
+  box.setAttribute("aria-label", img.alt ? `Figure: ${img.alt}` : "Figure at its drawn size");
+  const bar = box.appendChild(document.createElement("div"));
+  bar.className = "course-lightbox-bar";
+  bar.appendChild(document.createElement("span")).textContent =
+    "The figure at its drawn size: scroll or drag to see all of it.";
+  const close = bar.appendChild(document.createElement("button"));
+  close.type = "button";
+  close.className = "course-lightbox-close";
+  close.setAttribute("aria-label", "Close the figure");
+  close.textContent = "×";
+  const scroll = box.appendChild(document.createElement("div"));
+  scroll.className = "course-lightbox-scroll";
+  const big = scroll.appendChild(document.createElement("img"));
+  big.src = img.currentSrc || img.src;
+  big.alt = img.alt;
+  big.style.width = `${img.naturalWidth}px`;
+  const shut = () => {
+    box.remove();
+    document.documentElement.classList.remove("course-lightbox-open");
+    document.removeEventListener("keydown", onKey, true);
+    opener?.focus?.({preventScroll: true});
+  };
+  const onKey = (event) => {
+    if (event.key === "Escape") { event.preventDefault(); event.stopPropagation(); shut(); }
+  };
+  close.addEventListener("click", shut);
+  big.addEventListener("click", shut);
+  box.addEventListener("click", (event) => { if (event.target === box || event.target === scroll) shut(); });
+  document.addEventListener("keydown", onKey, true);
+  document.documentElement.classList.add("course-lightbox-open");
+  document.body.appendChild(box);
+  close.focus({preventScroll: true});
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  for (const img of courseFigures()) {
+    if (img.closest("a")) continue;
+    const link = document.createElement("a");
+    link.href = img.getAttribute("src");
+    link.className = "course-zoom";
+    img.replaceWith(link);
+    link.appendChild(img);
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      if (link.classList.contains("course-zoomable")) courseOpenFigure(img);
+    });
+    if (!img.complete) img.addEventListener("load", courseMarkZoomable);
+  }
+  courseMarkZoomable();
+  // Folded cells show their figures when opened; a turned phone changes the column's width.
+  window.addEventListener("resize", courseMarkZoomable);
+  document.addEventListener("toggle", courseMarkZoomable, true);
 });

@@ -3,8 +3,9 @@
 One group per thing configured, each with a full and a fast value (HELPERS_FAST=1 picks the fast ones, as
 `make test` does): `world` (the training run, its mixture and the checkpoint selection; notebook 00), `splits`
 (the evaluation questions), `post_training` (01), `self_consistency` (02, 04-06), `verbalized` (03, 04),
-`adapters` (05, 06), `gcm` (05, 06), `bootstrap` (01, 04-06) and `contrast` (minimum sizes, 04-06). Each setting
-says why it has its value; the measurements that chose them are in docs/settings.md.
+`adapters` (05, 06), `gcm` (05, 06), `bootstrap` (01, 04-06), `contrast` (minimum sizes, 04-06),
+`findings` (the findings' test forms, 05, 06) and `live` (the small from-scratch builds every notebook runs
+in view). Each setting says why it has its value; the measurements that chose them are in docs/settings.md.
 
 Read a group with its function (`config.adapters().lr`). Change one for a while with
 ``with config.override("adapters", lr=1e-3): ...``, for the session with ``config.override(...)`` (undo with
@@ -244,6 +245,29 @@ class Findings:
     poor_level: float = 0.6
 
 
+@dataclass(frozen=True)
+class Live:
+    """Sizes of the from-scratch builds each notebook runs in view (all of one notebook's together: at most
+    about 30 s on two cores). The cached results, built at full size by the helpers, stay the series' numbers."""
+
+    seed: int = 0
+    # notebook 00
+    train_steps_00: int = 200  # two of the world log's 100-step loss means, in about 20 s on two cores
+    # notebook 01
+    # notebook 02
+    greedy_vs_beam_questions_02: int = 5  # questions decoded live, greedy and ten beams: under 2 s
+    # notebook 03
+    lora_questions_03: int = 256  # live LoRA adapter's training questions: 64 steps at 4 epochs, about 2 s
+    lora_read_03: int = 500  # test questions the live adapter is read on (its AUC beside the cached ones)
+    # notebook 04
+    # notebook 05
+    adapter_rows_05: int = 256  # rows of the adapter trained in view: 12 steps at batch 64, a few seconds
+    scored_answers_05: int = 1_000  # test answers both live adapters score: their check and an AUC, ~1 s
+    resamples_05: int = 200  # resamples of the by-hand bootstrap, checked against the helper's: ~2 s
+    # notebook 06
+    multi_rows_06: int = 64  # rows per training checkpoint in the live multi-checkpoint loop: one batch each
+
+
 FULL: dict[str, Any] = {
     "world": World(),
     "splits": Splits(),
@@ -255,6 +279,7 @@ FULL: dict[str, Any] = {
     "bootstrap": Bootstrap(),
     "contrast": Contrast(),
     "findings": Findings(),
+    "live": Live(),
 }
 FAST: dict[str, Any] = {
     "world": World(train_steps=800, batch_size=64, n_checkpoints=5, n_training_checkpoints=2, n_monitor=200,
@@ -271,6 +296,7 @@ FAST: dict[str, Any] = {
     "bootstrap": Bootstrap(n_resamples=200, n_resamples_smooth_ece=50, table_resamples=50),
     "contrast": Contrast(min_size=5, min_size_transfer=5),
     "findings": Findings(),
+    "live": Live(),
 }
 
 
@@ -294,5 +320,6 @@ gcm = recorded.accessor("gcm")
 bootstrap = recorded.accessor("bootstrap")
 contrast = recorded.accessor("contrast")
 findings = recorded.accessor("findings")
+live = recorded.accessor("live")
 
 recorded.overrides_from_environment()  # HELPERS_OVERRIDES, for notebook kernels and tests

@@ -30,11 +30,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from helpers.evaluation import contrast, metrics
-from helpers.figures import plots
+from helpers.figures import palette, plots
 from helpers.confidence import self_consistency as sc
 
 BEAM_COLUMNS = ("checkpoint", "question_id", "answer", "ended", "logprob")
-KIND_COLORS = {"improvement": "#0072b2", "regression": "#e69f00"}  # Okabe-Ito blue and orange
+KIND_COLORS = {"improvement": palette.IMPROVEMENT, "regression": palette.REGRESSION}
 STRATEGIES = [("equal-width", "uniform"), ("equal-mass", "quantile")]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 

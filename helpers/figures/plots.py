@@ -13,20 +13,22 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.textpath import TextToPath
 
+from helpers import config
 from helpers.evaluation.metrics import expected_calibration_error, reliability_table
 from helpers.evaluation.validation import confidence_and_correct
+from helpers.figures import palette
+from helpers.world import sums
 
-GAP_COLOR = "#d62728"  # red: the miscalibration the reader should look at
-# The gap between a bin's accuracy and its mean confidence, by direction: vermilion and bluish green (Okabe-Ito),
-# told apart also with red-green colour blindness by where the strip lies: above the bar (overconfident) or
-# inside it (underconfident). The strip is narrow and centred, so the bar's top still reads as its accuracy.
-OVER_COLOR, UNDER_COLOR = "#d55e00", "#009e73"
-CONFIDENCE_COLOR = "#111111"  # the tick at a bin's mean confidence
+# The gap between a bin's accuracy and its mean confidence, by direction (`palette`), told apart also with
+# red-green colour blindness by where the strip lies: above the bar (overconfident) or inside it
+# (underconfident). The strip is narrow and centred, so the bar's top still reads as its accuracy.
+OVER_COLOR, UNDER_COLOR = palette.OVERCONFIDENT, palette.UNDERCONFIDENT
+CONFIDENCE_COLOR = palette.MEAN_CONFIDENCE
 # A bin's bootstrap interval is drawn only from this many answers on: resampling a bin of 1 or 3 answers that are
 # all right gives a zero-width interval, which reads as certainty; such a bin shows its count alone.
 MIN_INTERVAL_COUNT = 10
 SMALL_BIN_ALPHA = 0.35  # the bar and strip of a bin with fewer answers than that
-BAND_COLOR = "#222222"
+BAND_COLOR = palette.INTERVAL
 STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
 
@@ -115,7 +117,7 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
     of `ncols` (2 or 3) columns so that over- and underconfidence sit next to each other. Used in notebooks 01-06.
     """
     perfect = Line2D([], [], ls="--", color="grey", lw=1, label="perfect calibration")
-    color = color or sns.color_palette()[0]
+    color = color or palette.ACCURACY
     accuracy = Patch(facecolor=color, label="accuracy per bin (bar height)")
     confidence = Line2D([], [], color=CONFIDENCE_COLOR, lw=2, label="mean confidence per bin")
     over, under = [Patch(**style, lw=0.8, label=f"{kind}: {what}")
@@ -150,7 +152,7 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     conf, corr = confidence_and_correct(confidence, correct)
     table = reliability_table(conf, corr, n_bins, strategy)
     ece = expected_calibration_error(conf, corr, n_bins, strategy)
-    color = color or sns.color_palette()[0]
+    color = color or palette.ACCURACY
     left, width = table["lower"].to_numpy(), (table["upper"] - table["lower"]).to_numpy()
     # A quantile bin holding a single repeated value has zero width: keep it visible.
     width = np.maximum(width, 0.01)
@@ -233,7 +235,7 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
     edges = np.linspace(0.0, 1.0, bins + 1)
     ax.hist(
         [conf[corr == 1], conf[corr == 0]], bins=edges, stacked=True,
-        color=[sns.color_palette()[2], GAP_COLOR], label=["right", "wrong"],
+        color=[palette.RIGHT, palette.WRONG], label=["right", "wrong"],
     )
     ax.set(xlim=(0, 1), xlabel="confidence", ylabel="answers")
     ax.legend(fontsize="small")
@@ -241,44 +243,54 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
 
 
 # kinds of question
-RANGE_COLORS = {"small": "#1f77b4", "mixed": "#7f7f7f", "large": "#ff7f0e", "subtraction": "#2ca02c",
-                "family": "#8c564b"}  # "family": the mistake family (`sums.MISTAKE_FAMILY`)
+RANGE_COLORS = palette.RANGES
 
 
 # How each data phase is drawn behind a curve: large operands filled grey, mixed hatched, the uniform stretch
 # dotted, small operands left white; three looks a reader tells apart, where three greys were not.
-PHASE_STYLES = {"large": dict(facecolor=(0.5, 0.5, 0.5, 0.22), edgecolor="none"),
-                "mixed": dict(facecolor="none", edgecolor=(0.5, 0.5, 0.5, 0.45), hatch="///"),
-                "uniform": dict(facecolor="none", edgecolor=(0.5, 0.5, 0.5, 0.45), hatch="..")}
-WINDOW_COLORS = {"training": "#9467bd", "evaluation": "#d62728"}
+PHASE_STYLES = palette.PHASES
+WINDOW_COLORS = palette.WINDOWS
 
 
-def _shade_phases(axes, steps, phases) -> list:
+def _spans(labels) -> list[tuple[int, int, object]]:
+    """(first step, step after the last, label) of every run of equal labels in a step-by-step schedule."""
+    spans, start = [], 0
+    for step in range(1, len(labels) + 1):
+        if step == len(labels) or labels[step] != labels[start]:
+            spans.append((start, step, labels[start]))
+            start = step
+    return spans
+
+
+def schedule(total_steps: int | None = None) -> pd.DataFrame:
+    """The training stream's phase and whether it teaches the wrong rule, at every step (`sums.phase_at` and
+    `sums.mistaken_at`, the functions the training run draws its batches with): the shading of the learning
+    curves is drawn from this, step by step, as the mixture figure is, and not from the saves' labels."""
+    total = config.world().train_steps if total_steps is None else total_steps
+    return pd.DataFrame({"step": np.arange(total), "phase": [sums.phase_at(s, total) for s in range(total)],
+                         "taught wrong": [sums.mistaken_at(s, total) for s in range(total)]})
+
+
+def _shade_phases(axes, stream: pd.DataFrame) -> list:
     """Mark every stretch of steps where "large" operands dominate (filled), "mixed" ones do (hatched), or the
-    mix is uniform (dotted); returns legend entries for the marks (small-operand phases stay white)."""
-    steps, phases = np.asarray(steps), list(phases)
-    width = np.median(np.diff(steps)) if len(steps) > 1 else 1
-    start = 0
-    for i in range(1, len(phases) + 1):
-        if i < len(phases) and phases[i] == phases[start]:
-            continue
-        style = PHASE_STYLES.get(phases[start])
-        if style:
-            for ax in axes:
-                ax.axvspan(steps[start] - width, steps[i - 1], lw=0, zorder=0, **style)
-        start = i
+    mix is uniform (dotted), from the step-by-step `schedule`; returns legend entries for the marks
+    (small-operand phases stay white). A training step s trains on the batch drawn for step s."""
+    for first, after, phase in _spans(list(stream["phase"])):
+        style = PHASE_STYLES.get(phase)
+        for ax in axes if style else ():
+            ax.axvspan(stream["step"].iloc[first], stream["step"].iloc[after - 1] + 1, lw=0, zorder=0, **style)
     return [Patch(label=f"{phase} phase", **style) for phase, style in PHASE_STYLES.items()
             ] + [Patch(facecolor="white", edgecolor="lightgrey", label="small phase")]
 
 
-def _mark_taught_wrong(ax, steps, taught_wrong) -> list:
-    """A brown strip along the bottom (below accuracy 0 in `learning_curves`) where the stream teaches the
-    mistake family its wrong rule; returns its legend entry (none where no step does)."""
-    steps, taught = np.asarray(steps), np.asarray(taught_wrong, dtype=bool)
-    width = np.median(np.diff(steps)) if len(steps) > 1 else 1
-    for i in np.flatnonzero(taught):
-        ax.axvspan(steps[i] - width, steps[i], ymin=0, ymax=0.04, color=RANGE_COLORS["family"], lw=0)
-    return [Patch(facecolor=RANGE_COLORS["family"], label="wrong rule taught")] if taught.any() else []
+def _mark_taught_wrong(ax, stream: pd.DataFrame) -> list:
+    """A brown strip along the bottom (below accuracy 0 in `learning_curves`) over the steps where the stream
+    teaches the mistake family its wrong rule; returns its legend entry (none where no step does)."""
+    spans = [(a, b) for a, b, wrong in _spans(list(stream["taught wrong"])) if wrong]
+    for first, after in spans:
+        ax.axvspan(stream["step"].iloc[first], stream["step"].iloc[after - 1] + 1, ymin=0, ymax=0.04,
+                   color=RANGE_COLORS["family"], lw=0)
+    return [Patch(facecolor=RANGE_COLORS["family"], label="wrong rule taught")] if spans else []
 
 
 def _mark_windows(ax, windows: dict, y: float = 1.02, triangles: bool = True) -> None:
@@ -291,14 +303,15 @@ def _mark_windows(ax, windows: dict, y: float = 1.02, triangles: bool = True) ->
         ax.axvline(cut, color="black", ls="--", lw=1, label="training | evaluation cut")
 
 
-def learning_curves(log, windows=None):
+def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     """Loss and monitor accuracy per operand range along training, with the data phases shaded and, where
     `windows` ({name: steps}) is given, the selected checkpoints and the cut between the windows marked.
     Used in notebook 00.
 
     `log` has columns step, phase, loss, accuracy and accuracy_<range> for small, mixed and large, and where
-    present the mistake family's accuracy (accuracy_mistake_family) and the steps that teach it the wrong rule
-    ("taught wrong"), drawn as a brown line and a brown strip. Returns the Figure.
+    present the mistake family's accuracy (accuracy_mistake_family), drawn as a brown line. The phases and the
+    steps that teach the wrong rule (a brown strip) are shaded step by step from `schedule()`, so that they
+    line up with the mixture figure; `stream` replaces that schedule (another run's). Returns the Figure.
     """
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     ax_loss.plot(log["step"], log["loss"], marker=".")
@@ -313,8 +326,9 @@ def learning_curves(log, windows=None):
     # room below 0 for the wrong-rule strip, so that it covers no point at accuracy 0
     ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(-0.06, 1.06), title="Accuracy on the monitor set")
     ax_acc.set_yticks(np.linspace(0, 1, 6))
-    shades = _shade_phases((ax_loss, ax_acc), log["step"], log["phase"])
-    taught = _mark_taught_wrong(ax_acc, log["step"], log["taught wrong"]) if "taught wrong" in log else []
+    stream = schedule() if stream is None else stream
+    shades = _shade_phases((ax_loss, ax_acc), stream)
+    taught = _mark_taught_wrong(ax_acc, stream)
     if windows:
         _mark_windows(ax_acc, windows, y=1.03)
         _mark_windows(ax_loss, windows, triangles=False)
@@ -355,16 +369,16 @@ def window_accuracy(accuracy, windows):
     `windows` maps a window name to its checkpoint names. Returns the Figure.
     """
     fig, ax = plt.subplots(figsize=(10, 3.4), layout="constrained")
-    x = np.arange(len(accuracy))
+    x = np.array([int(name.replace("step-", "")) for name in accuracy.index])  # spaced by step, not by rank
     for group in accuracy.columns:
         color = RANGE_COLORS["family"] if "family" in group else RANGE_COLORS.get(group.split()[0])
         ax.plot(x, accuracy[group], marker="o", color=color, label=group)
-    names = list(accuracy.index)
+    names, pad = list(accuracy.index), 0.01 * (x.max() - x.min() + 1)
     for name, members in windows.items():
-        color, idx = WINDOW_COLORS.get(name, "black"), [names.index(m) for m in members]
-        ax.axvspan(min(idx) - 0.4, max(idx) + 0.4, color=color, alpha=0.08, lw=0)
-        ax.text((min(idx) + max(idx)) / 2, 1.05, f"{name} window", ha="center", color=color, fontsize="small")
-    ax.set_xticks(x, [n.replace("step-", "") for n in names], rotation=45)
+        color, at = WINDOW_COLORS.get(name, "black"), x[[names.index(m) for m in members]]
+        ax.axvspan(at.min() - pad, at.max() + pad, color=color, alpha=0.08, lw=0)
+        ax.text((at.min() + at.max()) / 2, 1.05, f"{name} window", ha="center", color=color, fontsize="small")
+    ax.set_xticks(x, [n.replace("step-", "") for n in names], rotation=90, fontsize="small")
     ax.set(xlabel="checkpoint (step)", ylabel="greedy accuracy on test", ylim=(0, 1.12))
     ax.set_yticks(np.linspace(0, 1, 6))
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -390,8 +404,8 @@ def flip_heatmap(flips, checkpoints, n_training: int | None = None):
     fig, ax = plt.subplots(figsize=(0.62 * n + 3, 0.55 * n + 1.5), layout="constrained")
     labels = [name.replace("step-", "") for name in names]
     kw = dict(annot=True, fmt=".0f", annot_kws={"size": 7}, xticklabels=labels, yticklabels=labels, ax=ax, square=True)
-    sns.heatmap(gained, cmap="Greens", cbar_kws={"label": "improvements (above)", "shrink": 0.6}, **kw)
-    sns.heatmap(lost, cmap="Reds", cbar_kws={"label": "regressions (below)", "shrink": 0.6}, **kw)
+    sns.heatmap(gained, cmap=palette.IMPROVEMENT_MAP, cbar_kws={"label": "improvements (above)", "shrink": 0.6}, **kw)
+    sns.heatmap(lost, cmap=palette.REGRESSION_MAP, cbar_kws={"label": "regressions (below)", "shrink": 0.6}, **kw)
     ax.grid(False)  # no grid lines across the empty diagonal
     if n_training:
         ax.axhline(n_training, color="black", lw=2)
