@@ -60,12 +60,14 @@ NO_ADDRESS = ("This website was built without the repository's address: `reposit
 
 def _public(url: str) -> str:
     """An address as a learner clones it: without user name or token, `git@host:owner/name(.git)` as
-    https, and without a trailing `.git` or slash ("" stays "")."""
+    https, and without a trailing `.git` or slash; "" for a local path or file:// remote, and for ""."""
     url = url.strip()
     ssh = re.fullmatch(r"(?:ssh://)?git@([^:/]+)[:/](.+)", url)
     if ssh:
         url = f"https://{ssh.group(1)}/{ssh.group(2)}"
     url = re.sub(r"^(https?://)[^/@]*@", r"\1", url)  # never publish credentials of a remote
+    if not re.match(r"https?://", url):
+        return ""  # a local path or file:// remote (a clone of a clone) is no address a learner can use
     return url.removesuffix("/").removesuffix(".git")
 
 

@@ -32,6 +32,10 @@ def test_an_empty_setting_falls_back_to_the_origin_remote(tmp_path):
     assert course.repository_url(root) == "https://github.com/owner/calibration-series"
 
 
+def test_a_local_origin_gives_no_address(tmp_path):
+    assert course.repository_url(checkout(tmp_path / "e", "", str(tmp_path / "upstream"))) == ""
+
+
 def test_neither_gives_no_address(tmp_path):
     assert course.repository_url(checkout(tmp_path / "c", "", None)) == ""
     assert course.repository_url(checkout(tmp_path / "d", None, None)) == ""
@@ -42,6 +46,8 @@ def test_neither_gives_no_address(tmp_path):
     ("ssh://git@gitlab.com/o/r.git", "https://gitlab.com/o/r"),
     ("https://codeberg.org/o/r/", "https://codeberg.org/o/r"),
     ("  ", ""),
+    ("/work/main", ""),  # a clone of a local checkout: no address a learner can use
+    ("file:///srv/git/r.git", ""),
 ])
 def test_the_address_is_published_without_credentials_or_git_suffix(given, public):
     assert course._public(given) == public
