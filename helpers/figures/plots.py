@@ -19,16 +19,13 @@ from helpers.evaluation.validation import confidence_and_correct
 from helpers.figures import palette
 from helpers.world import sums
 
-# The gap between a bin's accuracy and its mean confidence, by direction (`palette`), told apart also with
-# red-green colour blindness by where the strip lies: above the bar (overconfident) or inside it
+# The gap between a bin's accuracy and its mean confidence is coloured by direction (`palette`), told apart also
+# with red-green colour blindness by where the strip lies: above the bar (overconfident) or inside it
 # (underconfident). The strip is narrow and centred, so the bar's top still reads as its accuracy.
-OVER_COLOR, UNDER_COLOR = palette.OVERCONFIDENT, palette.UNDERCONFIDENT
-CONFIDENCE_COLOR = palette.MEAN_CONFIDENCE
 # A bin's bootstrap interval is drawn only from this many answers on: resampling a bin of 1 or 3 answers that are
 # all right gives a zero-width interval, which reads as certainty; such a bin shows its count alone.
 MIN_INTERVAL_COUNT = 10
 SMALL_BIN_ALPHA = 0.35  # the bar and strip of a bin with fewer answers than that
-BAND_COLOR = palette.INTERVAL
 STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
 
@@ -108,8 +105,8 @@ def _count_labels(ax, centers, tops, counts, widths) -> float:
 
 def _gap_styles() -> dict:
     """Fill and edge of the over- and underconfident gap strips (the same over a bar of any colour)."""
-    return {"overconfident": dict(facecolor=OVER_COLOR, edgecolor="white"),
-            "underconfident": dict(facecolor=UNDER_COLOR, edgecolor="white")}
+    return {"overconfident": dict(facecolor=palette.OVERCONFIDENT, edgecolor="white"),
+            "underconfident": dict(facecolor=palette.UNDERCONFIDENT, edgecolor="white")}
 
 
 def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
@@ -119,13 +116,13 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
     perfect = Line2D([], [], ls="--", color="grey", lw=1, label="perfect calibration")
     color = color or palette.ACCURACY
     accuracy = Patch(facecolor=color, label="accuracy per bin (bar height)")
-    confidence = Line2D([], [], color=CONFIDENCE_COLOR, lw=2, label="mean confidence per bin")
+    confidence = Line2D([], [], color=palette.MEAN_CONFIDENCE, lw=2, label="mean confidence per bin")
     over, under = [Patch(**style, lw=0.8, label=f"{kind}: {what}")
                    for (kind, style), what in zip(_gap_styles().items(), ["mean confidence above accuracy",
                                                                         "mean confidence below accuracy"])]
     count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333",
                    label=f"answers in the bin (faded: under {MIN_INTERVAL_COUNT})")
-    interval = Line2D([], [], color=BAND_COLOR, lw=1.2, marker="_", markersize=6,
+    interval = Line2D([], [], color=palette.INTERVAL, lw=1.2, marker="_", markersize=6,
                       label=f"95% bootstrap interval of accuracy (bins of {MIN_INTERVAL_COUNT}+ answers)")
     # A legend fills its columns one after the other: list column by column.
     if ncols == 2:
@@ -169,7 +166,7 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
         ax.bar(left[mask] + (width[mask] - strip[mask]) / 2, np.abs(mean_conf - acc)[mask],
                bottom=np.minimum(acc, mean_conf)[mask], width=strip[mask], align="edge", lw=0.6, label=kind,
                color=fill, edgecolor=style["edgecolor"])
-    ax.hlines(mean_conf, left + 0.1 * width, left + 0.9 * width, color=CONFIDENCE_COLOR, lw=2,
+    ax.hlines(mean_conf, left + 0.1 * width, left + 0.9 * width, color=palette.MEAN_CONFIDENCE, lw=2,
               label="mean confidence", gid="mean confidence")
     tops = np.maximum(acc, mean_conf)
     if band:
@@ -177,7 +174,7 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
         low, high = interval["lower"].to_numpy(), interval["upper"].to_numpy()
         shown = table["count"].to_numpy() >= MIN_INTERVAL_COUNT  # resampling 1 or 3 answers says nothing
         ax.errorbar((left + 0.82 * width)[shown], acc[shown], yerr=[(acc - low)[shown], (high - acc)[shown]],
-                    fmt="none", ecolor=BAND_COLOR, elinewidth=1.2, capsize=2, label="95% bootstrap interval")
+                    fmt="none", ecolor=palette.INTERVAL, elinewidth=1.2, capsize=2, label="95% bootstrap interval")
         tops = np.where(shown, np.fmax(tops, high), tops)
     reach = _count_labels(ax, left + width / 2, tops, table["count"], width)
 
@@ -223,9 +220,9 @@ def chance_line(ax, y: float = 0.5, label: str = "chance"):
     """A dashed grey line at `y` (AUC 0.5: a coin toss), named just outside the right edge of the axes, off
     the data. Used in notebooks 04, 05, 06. The line carries `label` for a legend too. Returns the line.
     """
-    line = ax.axhline(y, ls="--", color="dimgrey", lw=1.2, label=label, zorder=2.5)
+    line = ax.axhline(y, ls="--", color=palette.CHANCE, lw=1.2, label=label, zorder=2.5)
     ax.annotate(label, xy=(1, y), xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
-                ha="left", va="center", fontsize="small", color="dimgrey", annotation_clip=False)
+                ha="left", va="center", fontsize="small", color=palette.CHANCE, annotation_clip=False)
     return line
 
 
@@ -242,14 +239,8 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
     return ax
 
 
-# kinds of question
-RANGE_COLORS = palette.RANGES
-
-
-# How each data phase is drawn behind a curve: large operands filled grey, mixed hatched, the uniform stretch
-# dotted, small operands left white; three looks a reader tells apart, where three greys were not.
-PHASE_STYLES = palette.PHASES
-WINDOW_COLORS = palette.WINDOWS
+# How each data phase is drawn behind a curve (`palette.PHASES`): large operands filled grey, mixed hatched, the
+# uniform stretch dotted, small operands left white; three looks a reader tells apart, where three greys were not.
 
 
 def _spans(labels) -> list[tuple[int, int, object]]:
@@ -265,7 +256,7 @@ def _spans(labels) -> list[tuple[int, int, object]]:
 def schedule(total_steps: int | None = None) -> pd.DataFrame:
     """The training stream's phase and whether it teaches the wrong rule, at every step (`sums.phase_at` and
     `sums.mistaken_at`, the functions the training run draws its batches with): the shading of the learning
-    curves is drawn from this, step by step, as the mixture figure is, and not from the saves' labels."""
+    curves is drawn from this, step by step, and not from the saves' labels (each of which summed 100 steps)."""
     total = config.world().train_steps if total_steps is None else total_steps
     return pd.DataFrame({"step": np.arange(total), "phase": [sums.phase_at(s, total) for s in range(total)],
                          "taught wrong": [sums.mistaken_at(s, total) for s in range(total)]})
@@ -276,10 +267,10 @@ def _shade_phases(axes, stream: pd.DataFrame) -> list:
     mix is uniform (dotted), from the step-by-step `schedule`; returns legend entries for the marks
     (small-operand phases stay white). A training step s trains on the batch drawn for step s."""
     for first, after, phase in _spans(list(stream["phase"])):
-        style = PHASE_STYLES.get(phase)
+        style = palette.PHASES.get(phase)
         for ax in axes if style else ():
             ax.axvspan(stream["step"].iloc[first], stream["step"].iloc[after - 1] + 1, lw=0, zorder=0, **style)
-    return [Patch(label=f"{phase} phase", **style) for phase, style in PHASE_STYLES.items()
+    return [Patch(label=f"{phase} phase", **style) for phase, style in palette.PHASES.items()
             ] + [Patch(facecolor="white", edgecolor="lightgrey", label="small phase")]
 
 
@@ -289,14 +280,14 @@ def _mark_taught_wrong(ax, stream: pd.DataFrame) -> list:
     spans = [(a, b) for a, b, wrong in _spans(list(stream["taught wrong"])) if wrong]
     for first, after in spans:
         ax.axvspan(stream["step"].iloc[first], stream["step"].iloc[after - 1] + 1, ymin=0, ymax=0.04,
-                   color=RANGE_COLORS["family"], lw=0)
-    return [Patch(facecolor=RANGE_COLORS["family"], label="wrong rule taught")] if spans else []
+                   color=palette.RANGES["family"], lw=0)
+    return [Patch(facecolor=palette.RANGES["family"], label="wrong rule taught")] if spans else []
 
 
 def _mark_windows(ax, windows: dict, y: float = 1.02, triangles: bool = True) -> None:
     """Triangles at the selected checkpoints' steps, one colour per window, and a dashed line at the cut."""
     for name, steps in windows.items() if triangles else ():
-        ax.plot(steps, np.full(len(steps), y), "v", color=WINDOW_COLORS.get(name, "black"), clip_on=False,
+        ax.plot(steps, np.full(len(steps), y), "v", color=palette.WINDOWS.get(name, "black"), clip_on=False,
                 label=f"{name} checkpoints")
     if {"training", "evaluation"} <= set(windows):
         cut = (max(windows["training"]) + min(windows["evaluation"])) / 2
@@ -318,10 +309,10 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     ax_loss.set(xlabel="step", ylabel="answer-token loss", title="Training loss")
     ax_acc.plot(log["step"], log["accuracy"], marker=".", color="black", label="all")
     for group in ("small", "mixed", "large"):
-        ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=RANGE_COLORS[group],
+        ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=palette.RANGES[group],
                     label=f"{group} operands")
     if "accuracy_mistake_family" in log:
-        ax_acc.plot(log["step"], log["accuracy_mistake_family"], marker=".", ls="--", color=RANGE_COLORS["family"],
+        ax_acc.plot(log["step"], log["accuracy_mistake_family"], marker=".", ls="--", color=palette.RANGES["family"],
                     label="mistake family")
     # room below 0 for the wrong-rule strip, so that it covers no point at accuracy 0
     ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(-0.06, 1.06), title="Accuracy on the monitor set")
@@ -347,12 +338,12 @@ def mixture(frame, windows=None):
     """
     fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
     groups = ["small", "mixed", "large"]
-    ax.stackplot(frame["step"], *[frame[g] for g in groups], colors=[RANGE_COLORS[g] for g in groups],
+    ax.stackplot(frame["step"], *[frame[g] for g in groups], colors=[palette.RANGES[g] for g in groups],
                  alpha=0.35, labels=[f"sums, {g} operands" for g in groups], step="post")
-    ax.step(frame["step"], frame["subtraction"], where="post", color=RANGE_COLORS["subtraction"], label="subtraction")
+    ax.step(frame["step"], frame["subtraction"], where="post", color=palette.RANGES["subtraction"], label="subtraction")
     ax.step(frame["step"], frame["verification"], where="post", color="black", ls=":", label="verification (Yes/No)")
     if "taught wrong" in frame:
-        ax.step(frame["step"], frame["taught wrong"], where="post", color=RANGE_COLORS["family"], ls="--",
+        ax.step(frame["step"], frame["taught wrong"], where="post", color=palette.RANGES["family"], ls="--",
                 label="mistake family, wrong rule")
     _mark_windows(ax, windows or {}, y=1.03)
     last = max([frame["step"].max(), *[max(steps) for steps in (windows or {}).values() if len(steps)]])
@@ -371,11 +362,11 @@ def window_accuracy(accuracy, windows):
     fig, ax = plt.subplots(figsize=(10, 3.4), layout="constrained")
     x = np.array([int(name.replace("step-", "")) for name in accuracy.index])  # spaced by step, not by rank
     for group in accuracy.columns:
-        color = RANGE_COLORS["family"] if "family" in group else RANGE_COLORS.get(group.split()[0])
+        color = palette.RANGES["family"] if "family" in group else palette.RANGES.get(group.split()[0])
         ax.plot(x, accuracy[group], marker="o", color=color, label=group)
     names, pad = list(accuracy.index), 0.01 * (x.max() - x.min() + 1)
     for name, members in windows.items():
-        color, at = WINDOW_COLORS.get(name, "black"), x[[names.index(m) for m in members]]
+        color, at = palette.WINDOWS.get(name, "black"), x[[names.index(m) for m in members]]
         ax.axvspan(at.min() - pad, at.max() + pad, color=color, alpha=0.08, lw=0)
         ax.text((at.min() + at.max()) / 2, 1.05, f"{name} window", ha="center", color=color, fontsize="small")
     ax.set_xticks(x, [n.replace("step-", "") for n in names], rotation=90, fontsize="small")
