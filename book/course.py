@@ -54,7 +54,7 @@ def _docs(root: Path, patterns: list[str]) -> list[str]:
 README_PLACEHOLDER = "<repository-address>"
 # What the site says when it knows no address (the "Start here" block; make check-site looks for it).
 NO_ADDRESS = ("This website was built without the repository's address: `repository` under `[tool.course]` in "
-              "pyproject.toml is empty and the checkout it was built from has no `origin` remote. Use the "
+              "pyproject.toml is empty and the checkout it was built from has no public `origin` remote. Use the "
               "address you got the course from in place of `<repository-address>`.")
 
 

@@ -471,7 +471,7 @@ def check_reader_items(browser, site: Path, base: str, shots: Path, width: int) 
                 failures.append(f"{rel} {at}: no repository address is set, and the \"Start here\" block does "
                                 f"not say so (expected: {NO_ADDRESS[:60]}…)")
         page.screenshot(path=str(shots / f"repo-{rel.split('/')[-1].removesuffix('.html')}-{width}.png"))
-    log(f"  repository {at}: {address or 'no address set (pyproject.toml [tool.course] empty, no origin remote)'}")
+    log(f"  repository {at}: {address or 'no address set ([tool.course] empty, no public origin remote)'}")
 
     # The favicon loads as an image.
     icon = page.evaluate("""() => new Promise(done => {
