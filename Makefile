@@ -1,20 +1,18 @@
 # Two commands on a fresh machine: `make notebooks` (unpack the shipped world, run every notebook)
-# and `make test`. Each creates or reuses .venv by itself, with the exact versions of requirements.lock,
-# from the Python 3.11, 3.12 or 3.13 that PYTHON names (tools/check_python.py refuses others).
+# and `make test`. Each calls course.py (`python course.py notebooks` / `python course.py test`, the same
+# commands without make, on Windows too), which creates or reuses .venv by itself, with the exact versions of
+# requirements.lock, from the Python 3.11, 3.12 or 3.13 that PYTHON names (tools/check_python.py refuses
+# others). The notebooks' install has only what they need; `make test` adds the developer tools.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
-# torch, named in the same pip call as everything else (one resolution: about 40 s less than installing
-# torch first). Which build pip takes is the platform's: the CPU one on macOS and Windows, on Linux the
-# CUDA one (about 4 GB; it runs on the CPU too) unless PIP_ARGS names PyTorch's CPU wheel index
-# (docs/platforms.md). The shipped world is used with either.
-TORCH := torch==2.13.0
+STAMP := $(VENV)/.installed-dev
+# Which torch build pip takes is the platform's: the CPU one on macOS and Windows, on Linux the CUDA one
+# (about 4 GB; it runs on the CPU too) unless PIP_ARGS names PyTorch's CPU wheel index (docs/platforms.md).
+# The shipped world is used with either.
 PIP_ARGS ?=
-# pip compiles no bytecode (--no-compile below: about a minute of .venv went into compiling every file of every
-# package, torch's thousands included); one import then compiles what the series uses, and Python compiles any
-# other module the first time it is imported, keeping the .pyc. A machine that sets PYTHONDONTWRITEBYTECODE (this
-# one does) would recompile on every import (`import helpers` 27 s instead of 13), so the targets let Python write it.
+export PIP_ARGS
+NEED_PYTHON = @command -v $(PYTHON) >/dev/null || { echo "make: '$(PYTHON)' is not on PATH: install Python 3.11, 3.12 or 3.13 and name it, e.g. make notebooks PYTHON=python3.12" >&2; exit 1; }
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
@@ -23,30 +21,28 @@ unexport PYTHONDONTWRITEBYTECODE
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
 
+# The developer tools (pytest, ruff, Sphinx) on top of the notebooks' install, for the maintainers' targets.
 $(STAMP): pyproject.toml requirements.lock
-	@command -v $(PYTHON) >/dev/null || { echo "make: '$(PYTHON)' is not on PATH: install Python 3.11, 3.12 or 3.13 and name it, e.g. make notebooks PYTHON=python3.12" >&2; exit 1; }
-	@$(PYTHON) tools/check_python.py
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --no-compile $(PIP_ARGS) -c requirements.lock -e '.[dev]' $(TORCH)
-	$(PY) -c "import helpers.build.notebook, helpers.figures.explorers, nbclient, ipykernel.ipkernel, hypothesis, sklearn.calibration, xdist"  # compiles, once, what every test and kernel imports
-	touch $(STAMP)
+	$(NEED_PYTHON)
+	$(PYTHON) course.py install dev
 
-# Two workers with one torch thread each (the shipped-world checks ask for the world's two), and OpenMP
-# threads that sleep rather than spin while they wait: two busy-waiting workers on two cores slowed a
-# 20-second test to seven minutes.
-test: lint  ## the linter, unit tests, every notebook in fast mode, the shipped world's outputs (two workers)
-	HELPERS_FAST=1 HELPERS_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -n 2 --dist worksteal
+# The linter and the tests with two workers of one torch thread each (course.py test).
+test:  ## the linter, unit tests, every notebook in fast mode, the shipped world's outputs (two workers)
+	$(NEED_PYTHON)
+	$(PYTHON) course.py test
 
-lint: $(STAMP)  ## ruff on helpers/, tests/, tools/ and book/ (pyproject.toml's [tool.ruff])
-	$(VENV)/bin/ruff check --quiet helpers tests tools book
+lint: $(STAMP)  ## ruff on helpers/, tests/, tools/, book/ and course.py (pyproject.toml's [tool.ruff])
+	$(VENV)/bin/ruff check --quiet helpers tests tools book course.py
 
 # Two notebooks at a time (each in its own kernel, reading the same cache: the same outputs as one at a
-# time), with OpenMP threads that sleep while they wait, as in `make world`.
-notebooks: export OMP_WAIT_POLICY = PASSIVE
-notebooks: data  ## execute the whole series in full mode, saving outputs (two notebooks at a time)
-	$(PY) -m helpers notebooks --jobs 2
+# time), with OpenMP threads that sleep while they wait, as in `make world` (course.py notebooks).
+notebooks:  ## execute the whole series in full mode, saving outputs (two notebooks at a time)
+	$(NEED_PYTHON)
+	$(PYTHON) course.py notebooks
 
-data: $(STAMP)  ## unpack the shipped world (data/world/), then build whatever it lacks (full mode)
+data:  ## unpack the shipped world (data/world/), then build whatever it lacks (full mode)
+	$(NEED_PYTHON)
+	$(PYTHON) course.py install
 	$(PY) -m helpers build
 
 # Two worker processes with the world's two torch threads each (the same numbers as one process); OpenMP
@@ -94,18 +90,17 @@ pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write
 	$(PY) -m helpers notebooks --jobs 2  # again: the setup cells print how many shipped entries the new archives hold
 
 # The extras of `lab` and `bench` are installed once (a stamp each), like .venv itself.
-$(VENV)/.lab: $(STAMP)
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[lab]' $(TORCH) $(PIP_ARGS)
-	touch $@
+$(VENV)/.installed-lab: $(STAMP)
+	$(PYTHON) course.py install lab
 
-$(VENV)/.bench: $(STAMP)
-	$(PY) -m pip install --quiet -c requirements.lock -e '.[bench]' $(TORCH) $(PIP_ARGS)
-	touch $@
+$(VENV)/.installed-bench: $(STAMP)
+	$(PYTHON) course.py install bench
 
-lab: $(VENV)/.lab  ## open the notebooks in JupyterLab
-	$(VENV)/bin/jupyter lab notebooks
+lab:  ## open the notebooks in JupyterLab
+	$(NEED_PYTHON)
+	$(PYTHON) course.py lab
 
-bench: $(VENV)/.bench  ## benchmarks (not part of make test)
+bench: $(VENV)/.installed-bench  ## benchmarks (not part of make test)
 	$(PY) tests/benchmarks/bench_metrics.py
 	$(PY) tests/benchmarks/bench_stats.py
 	$(PY) tests/benchmarks/bench_series.py
@@ -124,7 +119,7 @@ book: $(STAMP)  ## the course website in build/site (docs/guide.md is the front 
 # The notebook whose ipywidgets explorer (the cell tagged `explorer`) check-site moves.
 CHECK_NOTEBOOK ?= notebooks/01_reliability_diagrams_and_ece.ipynb
 CHECK_WIDTHS ?= 390,1366
-check-site: book $(VENV)/.lab  ## check the website and the notebook explorer in a real browser
+check-site: book $(VENV)/.installed-lab  ## check the website and the notebook explorer in a real browser
 	tools/install_chromium.sh
 	test -x .venv-site/bin/python || $(PYTHON) -m venv .venv-site
 	.venv-site/bin/python -m pip install --quiet -r tools/requirements-site.txt

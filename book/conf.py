@@ -9,7 +9,7 @@ on the site exactly as they do on GitHub. Build:
 The committed notebooks are rendered with their saved outputs; nothing is executed. The table of contents
 (the parts of the navigation) is `PARTS` below; it is added to the front page (docs/guide.md) while Sphinx
 reads it, so no course file carries site markup; so are the front page's "Start here" block and the answer
-twins' titles ("Answers: 05 · …", book/course.py).
+twins' titles ("Answers: 05 · …", book/website.py).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ BOOK = Path(__file__).resolve().parent
 ROOT = BOOK.parent
 sys.path.insert(0, str(BOOK))
 
-import course  # noqa: E402
+import website  # noqa: E402
 
 project = "Confidence calibration of language models"
 author = "the series' authors"
@@ -61,9 +61,9 @@ mathjax_path = "mathjax/tex-chtml.js"
 # lesson leads into them.
 PARTS = [
     ("Notebooks", ["notebooks/*.ipynb"]),
-    ("Reference", ["docs/glossary.md", "docs/references.md", "docs/platforms.md", "docs/api.md",
-                   "docs/performance.md", "docs/settings.md", "docs/maintainers.md",
-                   "The repository (README) <README.md>"]),
+    ("Reference", ["docs/troubleshooting.md", "docs/glossary.md", "docs/references.md", "docs/settings.md",
+                   "docs/api.md", "docs/platforms.md", "The repository (README) <README.md>"]),
+    ("Maintainers", ["docs/maintainers.md", "docs/performance.md"]),
     ("Solutions", ["book/solutions.md"]),
 ]
 SOLUTIONS = "notebooks/solutions/*.ipynb"
@@ -71,8 +71,8 @@ SOLUTIONS = "notebooks/solutions/*.ipynb"
 # Where a learner gets the code: the front page's "Start here" block and the README's page show
 # `git clone <this>`, and every page's header links it. One setting: `repository` under [tool.course] in
 # pyproject.toml; empty, the address of this checkout's `origin` remote (credentials dropped); with neither,
-# the pages say so and name no address (course.repository_url).
-REPOSITORY_URL = course.repository_url(ROOT)
+# the pages say so and name no address (website.repository_url).
+REPOSITORY_URL = website.repository_url(ROOT)
 
 # --- theme ------------------------------------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
@@ -96,9 +96,9 @@ html_theme_options = {
     "collapse_navbar": False,
     "navigation_with_keys": False,
 }
-# (The repository's button in every page's header, on any host, is added by book/course.py.)
+# (The repository's button in every page's header, on any host, is added by book/website.py.)
 html_favicon = str(BOOK / "_static" / "favicon.svg")
-# Search: the lessons before their answer twins (which are titled "Answers: …", book/course.py).
+# Search: the lessons before their answer twins (which are titled "Answers: …", book/website.py).
 html_search_scorer = str(BOOK / "search_scorer.js")
 # Light unless the reader switches (the figures are drawn on white); an unset mode logs a console error.
 html_context = {"default_mode": "light"}
@@ -106,5 +106,5 @@ pygments_style = "default"
 
 
 def setup(app):
-    course.setup(app, ROOT, PARTS, SOLUTIONS, REPOSITORY_URL)
+    website.setup(app, ROOT, PARTS, SOLUTIONS, REPOSITORY_URL)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -72,7 +72,7 @@ def test_the_guide_is_the_front_page_and_every_page_is_there(site):
     guide = (site / "docs" / "guide.html").read_text()
     for nb in NOTEBOOKS:
         assert f'href="../notebooks/{nb.stem}.html"' in guide, f"the navigation lacks {nb.name}"
-    for caption in ["Notebooks", "Reference"] + (["Solutions"] if TWINS else []):
+    for caption in ["Notebooks", "Reference", "Maintainers"] + (["Solutions"] if TWINS else []):
         assert f'<span class="caption-text">{caption}</span>' in guide, f"the navigation lacks the part {caption}"
 
 

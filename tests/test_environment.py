@@ -48,8 +48,8 @@ def test_same_packages_pinned_to_the_lock():
         assert env[name] == f"=={lock[name]}", f"environment.yml: {name} should be =={lock[name]}"
 
 
-def test_the_makefile_installs_from_the_lock():
-    assert "-c requirements.lock" in (ROOT / "Makefile").read_text()
+def test_the_install_is_from_the_lock():
+    assert '"-c", "requirements.lock"' in (ROOT / "course.py").read_text()  # course.py, which make calls
 
 
 def test_environment_installs_the_package_itself():
@@ -75,4 +75,4 @@ def test_make_refuses_a_python_outside_the_tested_range_and_pyproject_agrees():
     newest = check.NEWEST[0], check.NEWEST[1] + 1
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert requires == ">={}.{},<{}.{}".format(*check.OLDEST, *newest)
-    assert "@$(PYTHON) tools/check_python.py" in (ROOT / "Makefile").read_text()
+    assert "check_python.problem(sys.version_info, sys.executable)" in (ROOT / "course.py").read_text()

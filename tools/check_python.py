@@ -1,4 +1,5 @@
-"""Exit with a clear message unless this is a Python the series is tested on (make runs it first).
+"""Exit with a clear message unless this is a Python the series is tested on (course.py asks it before it
+creates .venv).
 
 Written so that any Python can run it, an old one included: no f-strings, nothing imported but sys.
 """
@@ -12,7 +13,8 @@ def problem(version, executable):
     if OLDEST <= tuple(version[:2]) <= NEWEST:
         return None
     return ("%s is Python %d.%d; the series runs on Python %d.%d to %d.%d. Install one of them and name it, "
-            "e.g. `make notebooks PYTHON=python3.12`, then `make clean` if .venv was made with another Python"
+            "e.g. `python3.12 course.py notebooks` (or `make notebooks PYTHON=python3.12`); delete .venv first if it "
+            "was made with another Python"
             % ((executable, version[0], version[1]) + OLDEST + NEWEST))
 
 

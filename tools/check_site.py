@@ -20,7 +20,7 @@ screenshot of each page at each width (and of the first figures of each page) go
 with the navigation open in nav-*.png.
 
 What the readers of issue 53 found, checked at each width:
-- Getting the code: no page says REPOSITORY-URL. With an address (book/course.py's repository_url:
+- Getting the code: no page says REPOSITORY-URL. With an address (book/website.py's repository_url:
   `[tool.course] repository` in pyproject.toml, else the `origin` remote), the front page's and the README
   page's `git clone` name it and every page's header links it, in view on arrival; without one, the front
   page says where to set it and the header has no repository link (repo-*.png).
@@ -67,7 +67,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "book"))
 from check_links import pages  # noqa: E402
-from course import NO_ADDRESS, README_PLACEHOLDER, repository_url  # noqa: E402  (book/course.py: stdlib only)
+from website import NO_ADDRESS, README_PLACEHOLDER, repository_url  # noqa: E402  (book/website.py: stdlib only)
 
 from playwright.sync_api import Error as PlaywrightError  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
@@ -399,7 +399,7 @@ _SEARCH_RESULTS = """() => [...document.querySelectorAll('#search-results ul.sea
 
 def _check_search(page, base: str, shots: Path, errors: list[str], width: int) -> list[str]:
     """The theme's search page finds a word of the course; every lesson comes before any answer twin
-    (book/search_scorer.js), each twin's result is titled "Answers: …" (book/course.py) and marked
+    (book/search_scorer.js), each twin's result is titled "Answers: …" (book/website.py) and marked
     "answers" (course.css), and no two results have one title."""
     failures: list[str] = []
     at = f"at {width} px"
