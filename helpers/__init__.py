@@ -28,7 +28,7 @@ kernels.pin()
 # uses plain text progress bars on purpose, so that committed notebooks carry no widget state.
 warnings.filterwarnings("ignore", message="IProgress not found")
 
-LAYERS = ["config", "cache", "evaluation", "world", "confidence", "pipeline", "figures", "build"]
+LAYERS = ["config", "cache", "evaluation", "world", "confidence", "pipeline", "figures", "exercises", "build"]
 
 # The pipeline imports every module that registers a builder (`@artifacts.register`), so that any artifact can be
 # built by name.

@@ -25,7 +25,16 @@ OTHER_NOTEBOOKS = [p for p in NOTEBOOKS if p not in CONTRAST_NOTEBOOKS]
 @pytest.mark.parametrize("path", OTHER_NOTEBOOKS, ids=[p.stem for p in OTHER_NOTEBOOKS])
 def test_notebook_runs_in_fast_mode(path: Path):
     assert os.environ.get("HELPERS_FAST") == "1"
-    run_notebook(path, inplace=False, timeout=600)
+    assert_checks_pass(run_notebook(path, inplace=False, timeout=600, keep=True))
+
+
+def assert_checks_pass(nb):
+    """The solutions pass their exercises' checks on this world too (or the world cannot check one)."""
+    from helpers.exercises import RIGHT, UNCHECKABLE
+    for cell in nb.cells:
+        if "check" in cell.metadata.get("tags", []):
+            text = "".join(str(o.get("text", "")) for o in cell.get("outputs", []))
+            assert f": {RIGHT}:" in text or f": {UNCHECKABLE}:" in text, f"{cell.source!r} printed {text!r}"
 
 
 @pytest.mark.slow
@@ -43,6 +52,7 @@ def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(path: Path,
     assert os.environ.get("HELPERS_FAST") == "1"
     monkeypatch.setenv("HELPERS_OVERRIDES", POOR_WORLD)
     nb = run_notebook(path, inplace=False, timeout=600, keep=True)
+    assert_checks_pass(nb)
     text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                      for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "100000" in text  # the notebook says which threshold the world missed

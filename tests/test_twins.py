@@ -57,6 +57,17 @@ def test_student_copy_removes_the_solutions_and_links_to_the_twin():
     nbformat.validate(student)
 
 
+def test_answer_and_check_cells_stay_in_the_learners_copy_unrun():
+    ran = [new_output("stream", name="stdout", text="Exercise 1: right\n")]
+    answer = new_code("x = None", id="answer-1", execution_count=5, metadata={"tags": ["answer"]})
+    check = new_code("check(x)", id="check-1", execution_count=7, outputs=ran, metadata={"tags": ["check"]})
+    twin = chapter(answer, solution(new_code("x = 3", id="sol-1")), check)
+    student = twins.student_copy(twin, "07_a_chapter.ipynb")
+    assert [c.id for c in student.cells][-3:] == ["answer-1", "check-1", twins.LINK_ID]
+    assert all(c.outputs == [] and c.execution_count is None for c in student.cells[-3:-1])
+    assert twin.cells[-1].outputs == ran  # the twin keeps its output
+
+
 def test_student_copy_is_deterministic():
     one = twins.notebook_text(twins.student_copy(twin_chapter(), "07_a_chapter.ipynb"))
     two = twins.notebook_text(twins.student_copy(twin_chapter(), "07_a_chapter.ipynb"))

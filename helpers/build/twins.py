@@ -1,9 +1,12 @@
 """Answer twins: each notebook's solutions live in a twin, out of the learner's sight.
 
 The source of truth of a chapter is its twin ``notebooks/solutions/NN_name.ipynb``: the whole notebook,
-with the code of each exercise's solution (and its worded answer) in cells tagged ``solution``. The
-learner's ``notebooks/NN_name.ipynb`` is derived from it by `student_copy`: the same cells and outputs,
-without the ``solution`` cells, and with one markdown cell, where they were, that links to the twin.
+with the code of each exercise's solution (and its worded answer) in cells tagged ``solution``. An
+exercise may also have an ``answer`` cell (the named variable the learner fills, ``None`` until then) and a
+``check`` cell (`helpers.exercises` says whether that variable is right, without printing the expected
+value). The learner's ``notebooks/NN_name.ipynb`` is derived from it by `student_copy`: the same cells and
+outputs, without the ``solution`` cells, with the ``answer`` and ``check`` cells unrun (no outputs: the
+twin's would say "right"), and with one markdown cell at the end that links to the twin.
 Never edit a learner's notebook by hand: edit the twin, then run `make notebooks` (executes the twins
 and writes both files) or `python -m helpers twins` (rewrites the learner's copies only).
 
@@ -23,6 +26,7 @@ import nbformat
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 SOLUTIONS = "solutions"  # the twins' folder, inside the notebooks folder
 TAG = "solution"  # the cell tag of a solution (code or worded answer)
+EXERCISE_TAGS = ("answer", "check")  # kept in the learner's copy, unrun: the variable to fill, its check
 LINK_ID = "solutions-link"  # the cell id of the link, fixed so that a derivation is byte-identical
 LINK_TEXT = ("**Solutions:** [{target}]({target}), this notebook with the solution of every exercise and its "
              "output. Open it after trying the exercises.")
@@ -52,27 +56,37 @@ def is_twin(path: Path) -> bool:
 
 def student_copy(twin_nb, name: str):
     """The learner's notebook derived from the twin `twin_nb` (whose file name is `name`): every cell
-    and output as in the twin, except the ``solution`` cells, replaced by one markdown cell linking to
-    ``solutions/<name>``. The twin is not modified.
+    and output as in the twin, except the ``solution`` cells, which are left out, and the ``answer`` and
+    ``check`` cells, which are kept without outputs; one markdown cell linking to ``solutions/<name>``
+    ends it. The twin is not modified.
 
-    The solutions must come last, so that the learner's copy runs on its own: a cell without the tag
-    after a solution raises ValueError (a worded answer must be tagged too, or it would show).
+    The exercises must come last, so that the learner's copy runs on its own: a cell after a solution
+    that is not tagged ``solution``, ``answer`` or ``check`` raises ValueError (a worded answer must be
+    tagged ``solution`` too, or it would show).
     """
     nb = relink(copy.deepcopy(twin_nb), to_twin=False)  # links are written for the twin's folder
     first = next((i for i, cell in enumerate(nb.cells) if is_solution(cell)), None)
     if first is None:
         return nb
     for i, cell in enumerate(nb.cells[first:], start=first):
-        if not is_solution(cell):
+        if not is_solution(cell) and not _exercise_tag(cell):
             line = (cell.source.splitlines() or [""])[0][:60]
             raise ValueError(
                 f"{name}: cell {i} ({cell.cell_type}, {line!r}) follows a solution cell but is not tagged "
-                f"{TAG!r}; the solutions must be the last cells (tag worded answers {TAG!r} too)")
+                f"{TAG!r}, 'answer' or 'check'; the exercises must be the last cells (tag worded answers "
+                f"{TAG!r} too)")
     if any(cell.get("id") == LINK_ID for cell in nb.cells):
         raise ValueError(f"{name}: a cell already has the id {LINK_ID!r}, which the link cell uses")
+    for cell in nb.cells:
+        if _exercise_tag(cell) and cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     link = nbformat.v4.new_markdown_cell(LINK_TEXT.format(target=f"{SOLUTIONS}/{name}"), id=LINK_ID)
-    nb.cells = nb.cells[:first] + [link]
+    nb.cells = [cell for cell in nb.cells if not is_solution(cell)] + [link]
     return nb
+
+
+def _exercise_tag(cell) -> bool:
+    return any(tag in EXERCISE_TAGS for tag in cell.get("metadata", {}).get("tags", []))
 
 
 # A markdown link or image whose target is a relative path: ](target) or ](target#anchor).

@@ -1,0 +1,56 @@
+"""The checks of notebook 01's exercises (reliability diagrams and ECE): each recomputes the answer from the
+inputs its check cell passes and calls `helpers.exercises.check`."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import roc_auc_score
+
+from helpers.evaluation import metrics
+from helpers.exercises import check
+
+
+def _binned_ece(confidence, correct, n_bins: int, strategy: str = "uniform") -> float:
+    """ECE from the reliability table: the count-weighted mean |gap| of its bins."""
+    table = metrics.reliability_table(confidence, correct, n_bins=n_bins, strategy=strategy)
+    return float((table["count"] * table["gap"].abs()).sum() / table["count"].sum())
+
+
+def _n_moved(confidence, n_bins: int) -> int:
+    """How many values lie a tolerance or less below an edge that is not the top: plain flooring puts
+    them one bin lower than the tolerance does."""
+    scaled = np.asarray(confidence, dtype=float) * n_bins
+    edge = np.ceil(scaled)  # the next edge up
+    return int(((edge > scaled) & (edge - scaled <= 1e-9) & (edge < n_bins)).sum())
+
+
+def exercise_1(moved, test_answers: dict[str, pd.DataFrame]) -> None:
+    """How many values plain flooring and the tolerance bin differently: the hundredths in 100 bins, and
+    each model's test confidences in 5 bins."""
+    expected = {"hundredths": _n_moved(np.arange(1, 100) / 100, 100),
+                **{label: _n_moved(df["confidence"], 5) for label, df in test_answers.items()}}
+    return check("Exercise 1", "moved", moved, expected, tol=0,
+                 hint="a dict of counts, keyed \"hundredths\" and like test_answers; compare "
+                      "metrics.bin_indices(conf, n_bins) with plain flooring, capped at the last bin.")
+
+
+def exercise_2(ece_change, test_answers: dict[str, pd.DataFrame]) -> None:
+    """RL minus fine-tuned ECE on the test sums, [10 quantile bins, 20 equal-width bins]."""
+    (_, tuned), (_, after) = test_answers.items()
+    expected = [_binned_ece(after["confidence"], after["correct"], n, strategy)
+                - _binned_ece(tuned["confidence"], tuned["correct"], n, strategy)
+                for n, strategy in [(10, "quantile"), (20, "uniform")]]
+    return check("Exercise 2", "ece_change", ece_change, expected, tol=1e-3,
+                 hint="RL minus fine-tuned, quantile first; pass n_bins and strategy to "
+                      "metrics.expected_calibration_error.")
+
+
+def exercise_3(binned_scores, rl_answers: pd.DataFrame) -> None:
+    """(5-bin ECE, AUROC) of the RL test confidences replaced by their 5-bin bin's accuracy."""
+    correct = rl_answers["correct"].astype(float)
+    bins = metrics.bin_indices(rl_answers["confidence"], 5)
+    binned = correct.groupby(bins).transform("mean")
+    expected = [_binned_ece(binned, correct, 5), roc_auc_score(correct, binned)]
+    return check("Exercise 3", "binned_scores", binned_scores, expected, tol=1e-3,
+                 hint="(ECE, AUROC) of the binned confidences, in that order, both scored against "
+                      "the RL model's correctness.")

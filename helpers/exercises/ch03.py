@@ -1,0 +1,75 @@
+"""The checks of notebook 03's exercises (verbalized confidence): each recomputes the answer from the inputs
+its check cell passes and calls `helpers.exercises.check`."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from helpers.confidence.verbalized_text import parse_confidence
+from helpers.evaluation import metrics
+from helpers.exercises import check, uncheckable
+
+
+def _checkpoints(df: pd.DataFrame):
+    """Each checkpoint's rows, where they hold both right and wrong answers (an AUC needs both)."""
+    return [part for _, part in df.groupby("checkpoint") if 0 < part["correct"].sum() < len(part)]
+
+
+def _mean_auc(df: pd.DataFrame, column: str) -> float:
+    """The mean over checkpoints of one AUC per checkpoint."""
+    aucs = [metrics.auroc(part[column], part["correct"]) for part in _checkpoints(df)]
+    return float(np.mean(aucs)) if aucs else math.nan
+
+
+def exercise_1(decoded_auc, oracle: pd.DataFrame, moved: pd.DataFrame) -> None:
+    """The mean per-checkpoint AUC of the decoded readout (parsed rows only), oracle and non-oracle."""
+    expected = {name: _mean_auc(df[df["parsed"].astype(bool)], "stated")
+                for name, df in [("oracle", oracle), ("non-oracle", moved)]}
+    if any(math.isnan(value) for value in expected.values()):
+        return uncheckable("Exercise 1", "an adapter's decoded readout gives no AUC in this world (too few "
+                                          "parsed answers, or all right or all wrong)")
+    return check("Exercise 1", "decoded_auc", decoded_auc, expected, tol=1e-3,
+                 hint='a dict {"oracle": ..., "non-oracle": ...}: one AUC of `stated` per checkpoint on the '
+                      "parsed rows, then their mean.")
+
+
+def exercise_2(gap_rho, targets: pd.DataFrame) -> None:
+    """The Spearman correlation, over checkpoints, of (greedy accuracy - mean target) with greedy accuracy."""
+    per = targets.groupby("checkpoint")[["correct", "target"]].mean()
+    gap = per["correct"] - per["target"]
+    expected = float(np.corrcoef(gap.rank(), per["correct"].rank())[0, 1])  # Pearson on ranks
+    return check("Exercise 2", "gap_rho", gap_rho, expected, tol=1e-3,
+                 hint="one gap per checkpoint, then a rank (Spearman) correlation with the greedy accuracy.")
+
+
+def _none_for_nan(value):
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def exercise_3(predicted, table: list[str]) -> None:
+    """Predictions of `parse_confidence` on seven new texts: four it reads as 0.85, three it rejects."""
+    if not isinstance(predicted, Mapping):
+        return check("Exercise 3", "predicted", predicted, {}, hint="a dict from each text to a value or None.")
+    actual = {text: parse_confidence(text) for text in predicted}
+    read_85 = sum(value is not None and abs(value - 0.85) < 1e-9 for value in actual.values())
+    fits = len(actual) == 7 and read_85 == 4 and list(actual.values()).count(None) == 3 \
+        and not set(actual) & set(table)
+    answer = {text: _none_for_nan(value) for text, value in predicted.items()}
+    return check("Exercise 3", "predicted", answer, actual if fits else "four read as 0.85, three rejected",
+                 tol=1e-6, hint="seven texts not in section 3's table: four that parse_confidence reads as "
+                                "0.85 and three it rejects (None); predict each value, then run it.")
+
+
+def exercise_4(wins_per_seed, oracle_seeds: pd.DataFrame, evaluation: list[str]) -> None:
+    """Per seed, the evaluation checkpoints where the oracle's expected readout has a higher AUC than token
+    probability's."""
+    rows = oracle_seeds[oracle_seeds["checkpoint"].isin(evaluation)]
+    expected = {seed: sum(metrics.auroc(part["expected"], part["correct"])
+                          > metrics.auroc(part["token_probability"], part["correct"])
+                          for part in _checkpoints(frame))
+                for seed, frame in rows.groupby("seed")}
+    return check("Exercise 4", "wins_per_seed", wins_per_seed, expected, tol=0,
+                 hint="a dict from seed to a count of checkpoints; compare AUCs within each checkpoint.")

@@ -1,0 +1,71 @@
+"""The checks of notebook 06's exercises (multi-checkpoint training, transfer, seed spread): each recomputes
+the answer from the inputs its check cell passes and calls `helpers.exercises.check`. They read cached
+results only: exercise 1's adapter is loaded once the learner has trained it (the answer is not None)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from helpers.evaluation import contrast, metrics
+from helpers.exercises import check, uncheckable
+
+
+def _pair_aucs(scored: pd.DataFrame, i: str, j: str, min_size: int) -> tuple[float, float] | None:
+    """(plain, class-balanced) contrast AUC of one pair, the mean over seeds, from the normalized rows;
+    None where the pair has fewer than `min_size` questions."""
+    if len(contrast.contrast_set(metrics.seed_frames(scored)[0], i, j)) < min_size:
+        return None
+    plain, balanced = [], []
+    for run in metrics.seed_frames(scored):
+        rows = contrast.contrast_rows(run, i, j)
+        plain.append(metrics.auroc(rows["confidence"], rows["correct"]))
+        kinds = [part for _, part in rows.groupby("kind")]  # improvements, regressions
+        balanced.append(np.mean([metrics.auroc(part["confidence"], part["correct"]) for part in kinds])
+                        if len(kinds) == 2 else np.nan)
+    return float(np.mean(plain)), float(np.mean(balanced))
+
+
+def exercise_1(auc_two, load, training: list[str], pairs, min_size: int) -> None:
+    """The class-balanced contrast AUC of the adapter trained on the last two training checkpoints.
+    `load` is `pipeline.adapters.seeded_results`, called only once an answer exists (the adapter is then
+    cached: the check never trains it)."""
+    if auc_two is None:
+        return check("Exercise 1", "auc_two", None, 0.0)
+    scored = load("test", None, source=list(training[-2:]))
+    found = [aucs for i, j in pairs if (aucs := _pair_aucs(scored, i, j, min_size)) is not None]
+    if not found:
+        return uncheckable("Exercise 1", f"no pair reaches the contrast-set size {min_size} in this world")
+    return check("Exercise 1", "auc_two", auc_two, np.nanmean([cb for _, cb in found]), tol=1e-3,
+                 hint="the class-balanced column of contrast.contrast_metrics, averaged over the seeds.")
+
+
+def exercise_2(contrast_transfer, scored: dict, chosen: list[str], min_size: int) -> None:
+    """The mean plain contrast AUC of the forward and of the backward cells: adapter `a` (a key of
+    `scored`, whose frame holds its results on the chosen evaluation checkpoints) on each pair of them."""
+    cells = {"forward": [], "backward": []}
+    for a, frame in scored.items():
+        evaluated = [name for name in chosen if name in set(frame["checkpoint"])]
+        for i, j in contrast.all_pairs(evaluated):
+            aucs = _pair_aucs(frame, i, j, min_size)
+            if aucs is not None and chosen.index(a) <= chosen.index(i):
+                cells["forward"].append(aucs[0])
+            elif aucs is not None and chosen.index(a) >= chosen.index(j):
+                cells["backward"].append(aucs[0])
+    if not all(cells.values()):
+        return uncheckable("Exercise 2", f"too few pairs reach the contrast-set size {min_size} in this world")
+    expected = {side: float(np.mean(values)) for side, values in cells.items()}
+    return check("Exercise 2", "contrast_transfer", contrast_transfer, expected, tol=1e-3,
+                 hint="a dict with keys 'forward' and 'backward'; an adapter on one of the pair's own "
+                      "checkpoints counts, one trained between them does not.")
+
+
+def exercise_3(spread_rho, oracle: pd.DataFrame, evaluation: list[str]) -> None:
+    """Spearman correlations of the oracle adapters' mean seed spread per checkpoint with the checkpoint's
+    test accuracy and with its position. `oracle`: the oracle adapters' test results, every seed."""
+    wide = oracle.pivot_table(index=["checkpoint", "question_id"], columns="seed", values="confidence")
+    spread = wide.std(axis=1).groupby(level="checkpoint").mean().reindex(evaluation)
+    accuracy = oracle[oracle["seed"] == oracle["seed"].iloc[0]].groupby("checkpoint")["correct"].mean()
+    expected = {"accuracy": spread.corr(accuracy.reindex(evaluation), method="spearman"),
+                "order": spread.corr(pd.Series(range(len(evaluation)), index=evaluation), method="spearman")}
+    return check("Exercise 3", "spread_rho", spread_rho, expected, tol=1e-3,
+                 hint="a dict with keys 'accuracy' and 'order'; the spread is section 5's oracle column.")
