@@ -21,6 +21,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from helpers.evaluation import contrast, metrics
+
 RIGHT, NOT_YET, UNANSWERED, UNCHECKABLE = "right", "not yet", "not answered yet", "cannot be checked here"
 
 
@@ -72,3 +74,14 @@ def check(exercise: str, variable: str, answer, expected, *, tol: float = 1e-3, 
 def uncheckable(exercise: str, why: str) -> None:
     """Say that this world cannot check `exercise` (for example: no pair reaches the contrast-set size)."""
     print(f"{exercise}: {UNCHECKABLE}: {why}")
+
+
+def pair_aucs(frame: pd.DataFrame, i: str, j: str) -> tuple[float, float]:
+    """One seed's (plain, class-balanced) contrast AUC of the pair (i, j), from its normalized rows: scored
+    as a whole, then per kind (improvements, regressions) and averaged (NaN where one kind is missing).
+    The shared reference of notebooks 05 and 06's checks."""
+    rows = contrast.contrast_rows(frame, i, j)
+    kinds = [part for _, part in rows.groupby("kind")]
+    balanced = np.mean([metrics.auroc(k["confidence"], k["correct"]) for k in kinds]) if len(kinds) == 2 \
+        else np.nan
+    return metrics.auroc(rows["confidence"], rows["correct"]), float(balanced)

@@ -8,21 +8,16 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from helpers.evaluation import contrast, metrics
-from helpers.exercises import check, uncheckable
+from helpers.exercises import check, pair_aucs, uncheckable
 from helpers.pipeline.adapters import seeded_results
 
 
 def _plain_and_balanced(frame: pd.DataFrame, pairs, min_size: int) -> list[float]:
     """One seed's [plain, class-balanced] contrast AUC: each pair that reaches `min_size`, its normalized rows
     scored as a whole and per kind (improvements, regressions), then the mean over pairs."""
-    plain, balanced = [], []
-    for i, j in pairs:
-        rows = contrast.contrast_rows(frame, i, j)
-        if len(rows) < 2 * min_size:  # two rows per contrast question
-            continue
-        plain.append(roc_auc_score(rows["correct"], rows["confidence"]))
-        if rows["kind"].nunique() == 2:
-            balanced.append(np.mean([roc_auc_score(k["correct"], k["confidence"]) for _, k in rows.groupby("kind")]))
+    counted = [(i, j) for i, j in pairs if len(contrast.contrast_set(frame, i, j)) >= min_size]
+    plain, balanced = zip(*(pair_aucs(frame, i, j) for i, j in counted)) if counted else ((), ())
+    balanced = [b for b in balanced if not np.isnan(b)]
     return [float(np.mean(plain)), float(np.mean(balanced))] if plain else []
 
 

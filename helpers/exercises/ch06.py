@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.evaluation import contrast, metrics
-from helpers.exercises import check, uncheckable
+from helpers.exercises import check, pair_aucs, uncheckable
 
 
 def _pair_aucs(scored: pd.DataFrame, i: str, j: str, min_size: int) -> tuple[float, float] | None:
@@ -15,13 +15,7 @@ def _pair_aucs(scored: pd.DataFrame, i: str, j: str, min_size: int) -> tuple[flo
     None where the pair has fewer than `min_size` questions."""
     if len(contrast.contrast_set(metrics.seed_frames(scored)[0], i, j)) < min_size:
         return None
-    plain, balanced = [], []
-    for run in metrics.seed_frames(scored):
-        rows = contrast.contrast_rows(run, i, j)
-        plain.append(metrics.auroc(rows["confidence"], rows["correct"]))
-        kinds = [part for _, part in rows.groupby("kind")]  # improvements, regressions
-        balanced.append(np.mean([metrics.auroc(part["confidence"], part["correct"]) for part in kinds])
-                        if len(kinds) == 2 else np.nan)
+    plain, balanced = zip(*(pair_aucs(run, i, j) for run in metrics.seed_frames(scored)))
     return float(np.mean(plain)), float(np.mean(balanced))
 
 
