@@ -16,7 +16,7 @@ NEED_PYTHON = @command -v $(PYTHON) >/dev/null || { echo "make: '$(PYTHON)' is n
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint notebooks data world worlds rekey pack lab bench clean book check-site
+.PHONY: help test lint notebooks data world worlds rekey pack lab bench clean book check-site assignments release slides test-bare-kernel
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -105,6 +105,35 @@ bench: $(VENV)/.installed-bench  ## benchmarks (not part of make test)
 	$(PY) tests/benchmarks/bench_stats.py
 	$(PY) tests/benchmarks/bench_series.py
 	$(PY) tests/benchmarks/bench_build.py
+
+# Not part of make test (it installs the whole lock into a fresh venv: minutes): a kernel with only ipykernel
+# runs notebook 07 after the setup cell of docs/troubleshooting.md (Colab, a JupyterHub).
+test-bare-kernel: $(STAMP)  ## a bare kernel (fresh venv, only ipykernel) runs notebook 07 after the setup cell
+	COURSE_BARE_KERNEL=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_bare_kernel.py
+
+# Instructors (docs/instructors/): otter-grader and nbconvert come with `course.py install grade`.
+$(VENV)/.installed-grade: $(STAMP)
+	$(PYTHON) course.py install grade
+
+# One Otter assignment per notebook, from its answer twin (helpers/build/assignments.py): student/ has the
+# notebook without solutions and with public tests, autograder/ the zip with the hidden tests. Grade a
+# submission with `.venv/bin/otter run -a dist/assignments/NN_name/autograder/*.zip submission.ipynb`.
+assignments: $(VENV)/.installed-grade  ## instructors: graded assignments in dist/assignments (otter-grader)
+	rm -rf dist/assignments
+	$(PY) -m helpers assignments
+
+# The student release (helpers/build/release.py) and its website, then a check that nothing in either
+# points at an answer: no answer twins, reference checks, instructor pages or links to them.
+release: assignments  ## instructors: the student release in dist/release (no answers), with its website
+	rm -rf dist/release dist/release-doctrees
+	$(PY) -m helpers release
+	cd dist/release && ../../$(VENV)/bin/sphinx-build -b html -c book -d ../release-doctrees -W --keep-going \
+		-q . site
+	$(PY) -m helpers release --verify
+	$(PY) tools/check_links.py dist/release/site
+
+slides: $(VENV)/.installed-grade  ## instructors: lecture decks (reveal.js) from the learner notebooks, in dist/slides
+	$(PY) tools/slides.py --out dist/slides
 
 # The course website, from the committed executed notebooks (never re-executed); book/conf.py. Fails on any
 # Sphinx warning (a broken link or anchor, bad markup) and on a broken internal link in the HTML.

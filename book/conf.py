@@ -36,6 +36,7 @@ copybutton_exclude = ".linenos, .gp, .go"
 root_doc = "docs/guide"
 include_patterns = [
     "docs/*.md",
+    "docs/instructors/*.md",
     "notebooks/*.ipynb",
     "notebooks/solutions/*.ipynb",
     "README.md",
@@ -63,6 +64,7 @@ PARTS = [
     ("Notebooks", ["notebooks/*.ipynb"]),
     ("Reference", ["docs/troubleshooting.md", "docs/glossary.md", "docs/references.md", "docs/settings.md",
                    "docs/api.md", "docs/platforms.md", "The repository (README) <README.md>"]),
+    ("Instructors", ["docs/instructors/index.md", "docs/instructors/*.md"]),
     ("Maintainers", ["docs/maintainers.md", "docs/performance.md"]),
     ("Solutions", ["book/solutions.md"]),
 ]

@@ -47,7 +47,7 @@ def test_a_bare_call_lists_the_commands():
     assert done.returncode != 0 and all(name in done.stderr for name in course.COMMANDS)
     done = subprocess.run([sys.executable, str(ROOT / "course.py"), "install", "docs"], capture_output=True,
                           text=True)
-    assert done.returncode != 0 and "'docs' is not one of bench, dev, lab" in done.stderr
+    assert done.returncode != 0 and "'docs' is not one of bench, dev, grade, lab" in done.stderr
 
 
 @pytest.fixture

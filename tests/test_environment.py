@@ -75,4 +75,4 @@ def test_make_refuses_a_python_outside_the_tested_range_and_pyproject_agrees():
     newest = check.NEWEST[0], check.NEWEST[1] + 1
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
     assert requires == ">={}.{},<{}.{}".format(*check.OLDEST, *newest)
-    assert "check_python.problem(sys.version_info, sys.executable)" in (ROOT / "course.py").read_text()
+    assert "python_check().problem(sys.version_info, sys.executable)" in (ROOT / "course.py").read_text()

@@ -112,10 +112,12 @@ def test_the_rules_on_a_hand_written_notebook(tmp_path):
 
 
 # Study time (issue 43, item 9): the rule that docs/guide.md states and follows.
-READING_WPM = 120  # words of prose per minute, read closely
+# Issue 54, item 5: displayed tables count, and exercises take a student's time.
+READING_WPM = 120  # words of prose per minute: half of silent reading's 238 (Brysbaert 2019), for technical prose
 CODE_LINES_PER_MINUTE = 10
 MINUTES_PER_FIGURE = 1
-MINUTES_PER_EXERCISE = 15
+MINUTES_PER_TABLE = 1  # a displayed table (an HTML table output) is read like a figure
+MINUTES_PER_EXERCISE = 25  # an instructor's timing of a master's student's pace, not a reader's
 
 
 def exercises(path: Path) -> int:
@@ -125,13 +127,16 @@ def exercises(path: Path) -> int:
 
 
 def study_minutes(path: Path) -> int:
-    """Prose, code and figures read at the rates above, plus the exercises, rounded to 5 minutes."""
+    """Prose, code, figures and displayed tables read at the rates above, plus the exercises, rounded to 5
+    minutes."""
     notebook = json.loads(path.read_text())
     prose = sum(words(s) for heading, cell in sections(path) for s in cell)
     code = sum(bool(line.strip()) for kind, s in cells(path) if kind == "code" for line in s.splitlines())
     figures = sum("image/png" in out.get("data", {}) for c in notebook["cells"] for out in c.get("outputs", []))
+    tables = sum("<table" in "".join(out.get("data", {}).get("text/html", "")) for c in notebook["cells"]
+                 for out in c.get("outputs", []))
     minutes = (prose / READING_WPM + code / CODE_LINES_PER_MINUTE + figures * MINUTES_PER_FIGURE
-               + exercises(path) * MINUTES_PER_EXERCISE)
+               + tables * MINUTES_PER_TABLE + exercises(path) * MINUTES_PER_EXERCISE)
     return int(5 * round(minutes / 5))
 
 
@@ -144,6 +149,9 @@ def test_the_guide_and_the_notebook_state_the_rules_study_time(path):
     assert stated == [minutes], f"docs/guide.md's table row for {path.name} must say 'about {minutes} min': {row}"
     block = guide.split(f"\n### {path.name[:2]} · ", 1)[-1].split("\n### ")[0]  # the notebook's section
     assert f"**Study time:** about {minutes} min" in block, f"docs/guide.md's section on {path.name}"
+    schedule = (ROOT / "docs" / "instructors" / "schedule.md").read_text()
+    assert re.search(rf"\| {path.name[:2]} · [^|]+\| about {minutes} min \|", schedule), \
+        f"docs/instructors/schedule.md's table must say 'about {minutes} min' for {path.name}"
     notebook = "\n".join(s for kind, s in cells(path) if kind == "markdown")
     assert f"about {minutes} minutes to study" in notebook, f"{path.name} must say 'about {minutes} minutes to study'"
 

@@ -125,7 +125,7 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers")
     parser.add_argument("command", choices=["build", "notebooks", "twins", "pack", "verify-rebuild", "rekey",
-                                            "world-results"])
+                                            "world-results", "assignments", "release"])
     parser.add_argument("--fast", action="store_true", help="small sizes (HELPERS_FAST=1), as in `make test`")
     parser.add_argument("--only", default=None,
                         help="build: the last stage to build; notebooks, twins: a glob of notebook file names")
@@ -137,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world-seed", type=int, default=None,
                         help="train and use the world of this seed (its own cache unless HELPERS_CACHE is set)")
     parser.add_argument("--verify", action="store_true",
-                        help="world-results: compare the committed result files with this cache's")
+                        help="world-results: compare the committed result files with this cache's; "
+                             "release: only check a written release for answers")
+    parser.add_argument("--out", default=None,
+                        help="assignments, release: the folder to write (dist/assignments, dist/release)")
     args = parser.parse_args(argv)
     if args.world_seed is not None:
         worlds.use_seed(args.world_seed)
@@ -171,6 +174,20 @@ def main(argv: list[str] | None = None) -> int:
         differences = worlds.verify(seed)
         print("\n".join(differences) or f"world seed {seed}: the cache reproduces every committed result file")
         return 1 if differences else 0
+    elif args.command == "assignments":
+        from helpers.build import assignments  # local: needs otter-grader, the instructor's tool, only here
+        out = Path(args.out or config.REPO_ROOT / "dist" / "assignments")
+        for twin in sorted((NOTEBOOK_DIR / twins.SOLUTIONS).glob(args.only or "*.ipynb")):
+            print(f"wrote {assignments.assign(twin, out)} (student/, autograder/)", flush=True)
+    elif args.command == "release":
+        from helpers.build import release  # local: the release module is for `make release` only
+        out = Path(args.out or config.REPO_ROOT / "dist" / "release")
+        if not args.verify:  # --verify: only look for answers in a written release (and its site)
+            release.write(config.REPO_ROOT, out, assignments=config.REPO_ROOT / "dist" / "assignments")
+        found = release.leaks(out)
+        print("\n".join(found) or f"wrote the student release in {out}: no answer twin, reference check or link "
+              "to either")
+        return 1 if found else 0
     elif args.command == "twins":
         for path in twins.write_student_copies(NOTEBOOK_DIR, args.only or "*.ipynb"):
             print(f"rewrote {path.relative_to(NOTEBOOK_DIR.parent)}", flush=True)

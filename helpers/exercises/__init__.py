@@ -15,6 +15,8 @@ Used by the notebooks' check cells; tested by tests/test_exercises.py. Imports n
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from collections.abc import Mapping
 
@@ -74,6 +76,17 @@ def check(exercise: str, variable: str, answer, expected, *, tol: float = 1e-3, 
 def uncheckable(exercise: str, why: str) -> None:
     """Say that this world cannot check `exercise` (for example: no pair reaches the contrast-set size)."""
     print(f"{exercise}: {UNCHECKABLE}: {why}")
+
+
+def graded(check_cell: str, namespace: dict) -> bool:
+    """Whether a check cell's code `check_cell`, run in the notebook's `namespace` without printing, says
+    *right* for every exercise it checks: the hidden test of a graded assignment (helpers.build.assignments).
+    A world that cannot check the exercise counts as right (the grader cannot take the point away)."""
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        exec(check_cell, namespace)
+    statuses = [line.split(": ")[1] for line in said.getvalue().splitlines() if line.count(": ") >= 2]
+    return bool(statuses) and all(status in (RIGHT, UNCHECKABLE) for status in statuses)
 
 
 def pair_aucs(frame: pd.DataFrame, i: str, j: str) -> tuple[float, float]:

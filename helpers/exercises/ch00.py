@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from helpers.evaluation import contrast
-from helpers.exercises import check, uncheckable
-from helpers.pipeline import decoded
-from helpers.world import sums
+from helpers.exercises import check
+from helpers.pipeline.checkpoints import load_checkpoint
+from helpers.world import decoding, sums
 
 
 def _regressions(frame: pd.DataFrame, earlier: str, later: str) -> pd.Series:
@@ -25,15 +25,15 @@ def exercise_1(forgotten, greedy: pd.DataFrame, checkpoints) -> None:
 
 
 def exercise_2(phrasing_accuracy, checkpoint: str, n_questions: int = 500) -> None:
-    """`checkpoint`'s accuracy on the first `n_questions` test sums in each phrasing, in the order of
-    `sums.QUESTION_TEMPLATES["sum"]`, read from its cached answers under every phrasing (loaded here, so that
-    the check cell hands the learner no answers)."""
-    first = sums.split("test")["question_id"].iloc[:n_questions]
-    rephrased = decoded.rephrasing_results([checkpoint])
-    asked = rephrased[rephrased["question_id"].isin(first)]
-    if asked["question_id"].nunique() < n_questions:
-        return uncheckable("Exercise 2", f"this world's cached phrasings hold fewer than {n_questions} questions")
-    expected = asked.groupby("template")["correct"].mean().sort_index().to_numpy()
+    """`checkpoint`'s accuracy on the first `n_questions` `adapter_train` sums in each phrasing, in the order of
+    `sums.QUESTION_TEMPLATES["sum"]`, by the world's batched greedy decoding (`decoding.greedy`, loaded here,
+    so that the check cell hands the learner no answers; no cache holds these phrasings)."""
+    model, tokenizer = load_checkpoint(checkpoint)
+    base = sums.split("adapter_train").iloc[:n_questions]
+    expected = []
+    for template in range(len(sums.QUESTION_TEMPLATES["sum"])):
+        asked = sums.make_questions("sum", base["a"].to_numpy(), base["b"].to_numpy(), template=template)
+        expected.append(decoding.greedy(model, tokenizer, asked, progress=False)["correct"].mean())
     return check("Exercise 2", "phrasing_accuracy", phrasing_accuracy, expected, tol=0.003,
                  hint="four accuracies, one per phrasing, in the order of sums.QUESTION_TEMPLATES['sum'].")
 

@@ -9,7 +9,6 @@ from sklearn.metrics import roc_auc_score
 from helpers.evaluation import metrics
 from helpers.exercises import check
 
-
 def _binned_ece(confidence, correct, n_bins: int, strategy: str = "uniform") -> float:
     """ECE from the reliability table: the count-weighted mean |gap| of its bins."""
     table = metrics.reliability_table(confidence, correct, n_bins=n_bins, strategy=strategy)
@@ -34,12 +33,12 @@ def exercise_1(moved, test_answers: dict[str, pd.DataFrame]) -> None:
                       "metrics.bin_indices(conf, n_bins) with plain flooring, capped at the last bin.")
 
 
-def exercise_2(ece_change, test_answers: dict[str, pd.DataFrame]) -> None:
-    """RL minus fine-tuned ECE on the test sums, [10 quantile bins, 20 equal-width bins]."""
+def exercise_2(ece_change, test_answers: dict[str, pd.DataFrame], bins: tuple[int, int] = (10, 20)) -> None:
+    """RL minus fine-tuned ECE on the test sums, [`bins[0]` quantile bins, `bins[1]` equal-width bins]."""
     (_, tuned), (_, after) = test_answers.items()
     expected = [_binned_ece(after["confidence"], after["correct"], n, strategy)
                 - _binned_ece(tuned["confidence"], tuned["correct"], n, strategy)
-                for n, strategy in [(10, "quantile"), (20, "uniform")]]
+                for n, strategy in zip(bins, ["quantile", "uniform"])]
     return check("Exercise 2", "ece_change", ece_change, expected, tol=1e-3,
                  hint="RL minus fine-tuned, quantile first; pass n_bins and strategy to "
                       "metrics.expected_calibration_error.")

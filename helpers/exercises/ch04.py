@@ -7,7 +7,6 @@ import pandas as pd
 from helpers.evaluation import contrast, metrics
 from helpers.exercises import check, uncheckable
 
-
 def exercise_1(better_share, accuracy_better: float = 0.9, accuracy_worse: float = 0.6) -> None:
     """The share of two independent checkpoints' contrast set on which the better one is right."""
     right_wrong = accuracy_better * (1 - accuracy_worse)

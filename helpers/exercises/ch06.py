@@ -35,31 +35,32 @@ def exercise_1(auc_two, load, training: list[str], pairs, min_size: int) -> None
 
 def exercise_2(contrast_transfer, scored: dict, chosen: list[str], min_size: int) -> None:
     """The mean plain contrast AUC of the forward and of the backward cells: adapter `a` (a key of
-    `scored`, whose frame holds its results on the chosen evaluation checkpoints) on each pair of them."""
+    `scored`, whose frame holds its results on the chosen evaluation checkpoints) on each pair of them,
+    trained before both checkpoints of the pair (forward) or after both (backward). An adapter trained on
+    one of the pair's checkpoints counts as neither, as section 2 leaves out the diagonal."""
     cells = {"forward": [], "backward": []}
     for a, frame in scored.items():
         evaluated = [name for name in chosen if name in set(frame["checkpoint"])]
         for i, j in contrast.all_pairs(evaluated):
             aucs = _pair_aucs(frame, i, j, min_size)
-            if aucs is not None and chosen.index(a) <= chosen.index(i):
+            if aucs is not None and chosen.index(a) < chosen.index(i):
                 cells["forward"].append(aucs[0])
-            elif aucs is not None and chosen.index(a) >= chosen.index(j):
+            elif aucs is not None and chosen.index(a) > chosen.index(j):
                 cells["backward"].append(aucs[0])
     if not all(cells.values()):
         return uncheckable("Exercise 2", f"too few pairs reach the contrast-set size {min_size} in this world")
     expected = {side: float(np.mean(values)) for side, values in cells.items()}
     return check("Exercise 2", "contrast_transfer", contrast_transfer, expected, tol=1e-3,
-                 hint="a dict with keys 'forward' and 'backward'; an adapter on one of the pair's own "
-                      "checkpoints counts, one trained between them does not.")
+                 hint="a dict with keys 'forward' and 'backward'; an adapter trained on one of the pair's "
+                      "checkpoints, or between them, counts as neither.")
 
 
-def exercise_3(spread_rho, oracle: pd.DataFrame, evaluation: list[str]) -> None:
-    """Spearman correlations of the oracle adapters' mean seed spread per checkpoint with the checkpoint's
-    test accuracy and with its position. `oracle`: the oracle adapters' test results, every seed."""
+def exercise_3(rho_accuracy, oracle: pd.DataFrame, evaluation: list[str]) -> None:
+    """The Spearman correlation of the oracle adapters' mean seed spread per checkpoint with the checkpoint's
+    test accuracy. `oracle`: the oracle adapters' test results, every seed."""
     wide = oracle.pivot_table(index=["checkpoint", "question_id"], columns="seed", values="confidence")
     spread = wide.std(axis=1).groupby(level="checkpoint").mean().reindex(evaluation)
     accuracy = oracle[oracle["seed"] == oracle["seed"].iloc[0]].groupby("checkpoint")["correct"].mean()
-    expected = {"accuracy": spread.corr(accuracy.reindex(evaluation), method="spearman"),
-                "order": spread.corr(pd.Series(range(len(evaluation)), index=evaluation), method="spearman")}
-    return check("Exercise 3", "spread_rho", spread_rho, expected, tol=1e-3,
-                 hint="a dict with keys 'accuracy' and 'order'; the spread is section 5's oracle column.")
+    expected = spread.corr(accuracy.reindex(evaluation), method="spearman")
+    return check("Exercise 3", "rho_accuracy", rho_accuracy, expected, tol=1e-3,
+                 hint="one number; the spread is section 5's oracle column, the accuracy each checkpoint's.")

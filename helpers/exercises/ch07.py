@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 
 from helpers.evaluation import findings
-from helpers.exercises import check
-
+from helpers.exercises import check, uncheckable
 
 def exercise_1(replicated_share, worlds: dict, taught_in: pd.Series) -> None:
     """Per notebook, the share of its claims whose combined verdict is the same in every world
@@ -24,11 +23,14 @@ def exercise_1(replicated_share, worlds: dict, taught_in: pd.Series) -> None:
                       "claims by `taught in` and take each notebook's mean.")
 
 
-def exercise_2(control_one_sign, worlds: dict, claims) -> None:
-    """How many of `claims` have a control difference of one sign (all above 0 or all below) in every world."""
-    differences = np.array([frame["control: difference"].reindex(claims).to_numpy(float)
-                            for frame in worlds.values()])
+def exercise_2(control_one_sign, worlds: dict, claims, chosen=(0, 1, 2)) -> None:
+    """How many of `claims` have a control difference of one sign (all above 0 or all below) in every world
+    of `chosen` (world seeds, keys of `worlds`)."""
+    if not set(chosen) <= set(worlds):
+        return uncheckable("Exercise 2", f"worlds {sorted(set(chosen) - set(worlds))} are not in this series' results")
+    differences = np.array([worlds[seed]["control: difference"].reindex(claims).to_numpy(float)
+                            for seed in chosen])
     expected = int(((differences > 0).all(axis=0) | (differences < 0).all(axis=0)).sum())
     return check("Exercise 2", "control_one_sign", control_one_sign, expected, tol=0,
-                 hint="take the sign of each world's `control: difference`, not the paper metric's; a claim "
-                      "without a control does not count.")
+                 hint="take the sign of `control: difference` in each of your worlds only, not the paper "
+                      "metric's; a claim without a control does not count.")
