@@ -24,7 +24,7 @@ def exercise_1(forgotten, greedy: pd.DataFrame, checkpoints) -> None:
                  hint="a question counts once, however many earlier checkpoints got it right.")
 
 
-def exercise_2(phrasing_accuracy, checkpoint: str, n_questions: int = 500) -> None:
+def exercise_2(phrasing_accuracy, checkpoint: str, n_questions: int = 200) -> None:
     """`checkpoint`'s accuracy on the first `n_questions` `adapter_train` sums in each phrasing, in the order of
     `sums.QUESTION_TEMPLATES["sum"]`, by the world's batched greedy decoding (`decoding.greedy`, loaded here,
     so that the check cell hands the learner no answers; no cache holds these phrasings)."""
@@ -34,7 +34,7 @@ def exercise_2(phrasing_accuracy, checkpoint: str, n_questions: int = 500) -> No
     for template in range(len(sums.QUESTION_TEMPLATES["sum"])):
         asked = sums.make_questions("sum", base["a"].to_numpy(), base["b"].to_numpy(), template=template)
         expected.append(decoding.greedy(model, tokenizer, asked, progress=False)["correct"].mean())
-    return check("Exercise 2", "phrasing_accuracy", phrasing_accuracy, expected, tol=0.003,
+    return check("Exercise 2", "phrasing_accuracy", phrasing_accuracy, expected, tol=0.006,  # one answer in 200
                  hint="four accuracies, one per phrasing, in the order of sums.QUESTION_TEMPLATES['sum'].")
 
 
