@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.verify:  # --verify: only look for answers in a written release (and its site)
             release.write(config.REPO_ROOT, out, assignments=config.REPO_ROOT / "dist" / "assignments")
         found = release.leaks(out)
-        print("\n".join(found) or f"wrote the student release in {out}: no answer twin, reference check or link "
-              "to either")
+        print("\n".join(found) or f"{'checked' if args.verify else 'wrote'} the student release in {out}: no answer "
+              "twin, reference check or link to either")
         return 1 if found else 0
     elif args.command == "twins":
         for path in twins.write_student_copies(NOTEBOOK_DIR, args.only or "*.ipynb"):

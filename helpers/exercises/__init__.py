@@ -29,8 +29,8 @@ RIGHT, NOT_YET, UNANSWERED, UNCHECKABLE = "right", "not yet", "not answered yet"
 
 
 def matches(answer, expected, tol: float) -> bool:
-    """Whether `answer` equals `expected`: numbers within `tol` (absolute), arrays, lists and pandas
-    objects of the same shape element by element, dicts with the same keys value by value, strings
+    """Whether `answer` equals `expected`: numbers within `tol` (absolute; NaN matches only NaN), arrays, lists
+    and pandas objects of the same shape element by element, dicts with the same keys value by value, strings
     ignoring case and surrounding spaces, anything else by ==. An answer of another kind (a string for
     a number, a list of another length) is wrong."""
     if isinstance(expected, Mapping):
@@ -44,13 +44,16 @@ def matches(answer, expected, tol: float) -> bool:
         if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, float, np.integer,
                                                                            np.floating)):
             return False
+        if math.isnan(float(expected)):  # undefined here (an AUC with one class): the answer must be NaN too
+            return math.isnan(float(answer))
         return math.isfinite(answer) and abs(float(answer) - float(expected)) <= tol
     if isinstance(expected, (list, tuple, np.ndarray, pd.Series, pd.DataFrame)):
         try:
             got, want = np.asarray(answer, dtype=float), np.asarray(expected, dtype=float)
         except (TypeError, ValueError):
             return False
-        return got.shape == want.shape and bool(np.all(np.abs(got - want) <= tol))
+        same = (np.abs(got - want) <= tol) | (np.isnan(got) & np.isnan(want))  # NaN where undefined, both
+        return got.shape == want.shape and bool(np.all(same))
     return answer == expected
 
 
