@@ -16,7 +16,7 @@ NEED_PYTHON = @command -v $(PYTHON) >/dev/null || { echo "make: '$(PYTHON)' is n
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint notebooks data world worlds rekey pack lab bench clean book check-site assignments release slides test-bare-kernel
+.PHONY: help test lint notebooks data world worlds rekey pack lab bench clean book check-site assignments release slides test-bare-kernel test-instructor
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -131,6 +131,12 @@ release: assignments  ## instructors: the student release in dist/release (no an
 		-q . site
 	$(PY) -m helpers release --verify
 	$(PY) tools/check_links.py dist/release/site
+
+# The instructors' tools' own tests (the autograder on notebook 07's assignment, the slides), which need
+# otter-grader and nbconvert; not part of make test, whose 10 minutes they would exceed.
+test-instructor: $(VENV)/.installed-grade  ## instructors: the autograder and slides tests (otter-grader, nbconvert)
+	HELPERS_FAST=1 HELPERS_THREADS=1 OMP_WAIT_POLICY=PASSIVE $(PY) -m pytest -q -p no:cacheprovider \
+		tests/test_assignments.py tests/test_slides.py
 
 slides: $(VENV)/.installed-grade  ## instructors: lecture decks (reveal.js) from the learner notebooks, in dist/slides
 	$(PY) tools/slides.py --out dist/slides

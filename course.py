@@ -32,7 +32,7 @@ TOOLS = ROOT / "tools"
 TORCH = "torch==2.13.0"  # named in the same pip call as everything else: one resolution
 # What each install imports once after pip (which compiles no bytecode): the modules every kernel and test uses.
 WARM = {"": "helpers.build.notebook, helpers.figures.explorers, nbclient, ipykernel.ipkernel, sklearn.calibration",
-        "dev": "hypothesis, xdist, pytest, sphinx, otter, nbconvert", "lab": "jupyterlab",
+        "dev": "hypothesis, xdist, pytest, sphinx", "lab": "jupyterlab",
         "bench": "netcal, torchmetrics", "grade": "otter, nbconvert"}
 
 

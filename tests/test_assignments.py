@@ -96,7 +96,8 @@ def test_one_students_answer_fails_anothers_check(capsys):
 @pytest.fixture(scope="module")
 def notebook_07(tmp_path_factory):
     """Notebook 07's assignment (the quickest notebook to grade), written once by otter assign."""
-    pytest.importorskip("otter")
+    pytest.importorskip("otter", reason="otter-grader is the instructors' tool: `make test-instructor` installs it "
+                                          "and runs this test")
     twin = cli.NOTEBOOK_DIR / twins.SOLUTIONS / "07_what_the_series_found.ipynb"
     out = assignments.assign(twin, tmp_path_factory.mktemp("assignments"))
     return twin, out, next((out / "autograder").glob("*.zip"))

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("nbconvert")
+pytest.importorskip("nbconvert", reason="nbconvert comes with the instructors' tools: `make test-instructor` "
+                                        "installs it and runs this test")
 
 import nbformat  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output  # noqa: E402
