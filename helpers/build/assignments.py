@@ -67,7 +67,8 @@ def _result(text: str):
 
 LEARNER_LINE = "Fill each answer cell; its check cell says *right* or *not yet*."
 GRADED_LINE = ("Fill each answer cell with code that computes the answer. `grader.check` runs its public test (is "
-               "the answer there?); the hidden tests decide the points when your notebook is graded. Write each "
+               "the answer there?; it needs otter-grader: `python course.py install grade`); the hidden tests "
+               "decide the points when your notebook is graded. Write each "
                "sentence the exercise asks for in a comment or a markdown cell: the instructor grades those.")
 
 

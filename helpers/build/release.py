@@ -29,8 +29,9 @@ LEFT_OUT = ["notebooks/solutions/*", "helpers/exercises/ch[0-9][0-9].py", "docs/
             "book/solutions.md", ".ci/*"]
 TEXTS = ["README.md", "docs/guide.md"]  # whose sentences about the twins are removed
 GRADED_LINE = ("Fill each answer cell. Graded work goes in this notebook's assignment version (the "
-               "`assignments/` folder of your release), whose `grader.check` cells run the public tests; the "
-               "worked solutions come from your instructor after the deadline.")
+               "`assignments/` folder of your release), whose `grader.check` cells run the public tests once "
+               "`python course.py install grade` has installed otter-grader; the worked solutions come from your "
+               "instructor after the deadline.")
 TWIN_WORDS = re.compile(r"\btwins?\b|solutions/|instructors/|check cells?\b", re.IGNORECASE)
 WORKED = "Worked solutions come from your instructor after the deadline."
 # What must not be in a release: a link or path to a twin or to the instructor pack, a solution marker,
