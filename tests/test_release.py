@@ -34,6 +34,8 @@ def test_the_learner_notebooks_lose_their_checks_and_twin_link(written):
         assert not any(cell.get("id") == twins.LINK_ID for cell in nb.cells), path.name
         exercises = [cell for cell in nb.cells if cell.source.startswith("## Exercises")]
         assert exercises and exercises[0].source.endswith(release.GRADED_LINE), path.name
+        if any(cell.get("id") == "student-id" for cell in nb.cells):  # the draw's instruction stays
+            assert "student_id" in exercises[0].source, path.name
         assert any("answer" in cell.metadata.get("tags", []) for cell in nb.cells), path.name
 
 

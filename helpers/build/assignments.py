@@ -72,11 +72,12 @@ GRADED_LINE = ("Fill each answer cell with code that computes the answer. `grade
                "sentence the exercise asks for in a comment or a markdown cell: the instructor grades those.")
 
 
-def _graded_instructions(text: str, name: str) -> str:
-    """The Exercises cell's closing instructions for the graded version (no check cells, no twin)."""
+def graded_instructions(text: str, name: str, graded_line: str = GRADED_LINE) -> str:
+    """The Exercises cell `text` with its closing instructions (from LEARNER_LINE on: the check cells, the
+    twin) replaced by `graded_line`; also used by the student release (helpers.build.release)."""
     if LEARNER_LINE not in text:
         raise ValueError(f"{name}: the Exercises cell no longer says {LEARNER_LINE!r}; update assignments.py")
-    return text[:text.index(LEARNER_LINE)] + GRADED_LINE
+    return text[:text.index(LEARNER_LINE)] + graded_line
 
 
 def master_notebook(twin_nb, name: str):
@@ -108,7 +109,7 @@ def master_notebook(twin_nb, name: str):
             pending = None
         else:
             if cell.cell_type == "markdown" and cell.source.startswith("## Exercises"):
-                cell.source = _graded_instructions(cell.source, name)
+                cell.source = graded_instructions(cell.source, name)
             cells.append(cell)
     if pending:
         raise ValueError(f"{name}: exercise {questions} has no check cell")
@@ -140,5 +141,4 @@ def grade(submission: Path, autograder: Path, out: Path) -> dict[str, float]:
     from otter.run import main as otter_run  # local: the grader is an instructor's tool, not the lessons'
 
     results = otter_run(str(submission), autograder=str(autograder), output_dir=str(out), no_logo=True)
-    return {name: results.get_score(name) for name in results.test_files} if hasattr(results, "test_files") \
-        else {name: result.score for name, result in results.results.items()}
+    return {name: results.get_score(name) for name in results.test_files}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from helpers.build import twins
+from helpers.build import assignments, twins
 
 LEFT_OUT = ["notebooks/solutions/*", "helpers/exercises/ch[0-9][0-9].py", "docs/instructors/*", "tests/*",
             "book/solutions.md", ".ci/*"]
@@ -51,15 +51,14 @@ def _left_out(name: str) -> bool:
     return any(fnmatch.fnmatch(name, pattern) for pattern in LEFT_OUT)
 
 
-def release_notebook(nb):
-    """A learner notebook without its check cells and the link to its twin, its exercises' last paragraph
-    saying where graded work goes (in place; returns `nb`)."""
+def release_notebook(nb, name: str):
+    """The learner notebook `nb` (file stem `name`) without its check cells and the link to its twin, its
+    exercises' closing instructions saying where graded work goes (in place; returns `nb`)."""
     nb.cells = [cell for cell in nb.cells if "check" not in cell.get("metadata", {}).get("tags", [])
                 and cell.get("id") != twins.LINK_ID]
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.startswith("## Exercises"):
-            cell.source = "\n".join(line for line in cell.source.splitlines()
-                                    if not TWIN_WORDS.search(line)).rstrip() + "\n\n" + GRADED_LINE
+            cell.source = assignments.graded_instructions(cell.source, name, GRADED_LINE)
     return nb
 
 
@@ -92,7 +91,7 @@ def write(root: Path, out: Path, assignments: Path | None = None) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, target)
     for path in sorted((out / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        nbformat.write(release_notebook(nbformat.read(path, as_version=4)), path)
+        nbformat.write(release_notebook(nbformat.read(path, as_version=4), path.stem), path)
     for name in TEXTS:
         if (out / name).is_file():
             (out / name).write_text(release_text((out / name).read_text(encoding="utf-8")), encoding="utf-8")
@@ -108,7 +107,7 @@ def leaks(release: Path) -> list[str]:
     release, found = Path(release), []
     for path in sorted(release.rglob("*")):
         name = path.relative_to(release).as_posix()
-        if path.is_file() and _left_out(name) and not name.startswith("tests/"):
+        if path.is_file() and _left_out(name):
             found.append(f"{name}: present")
         if path.suffix not in (".ipynb", ".md", ".html", ".txt") or not path.is_file():
             continue
