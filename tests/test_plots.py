@@ -279,15 +279,22 @@ def test_learning_curves_shade_every_large_and_uniform_stretch():
     fig = learning_curves(log, stream=stream)
     loss_ax, acc_ax = fig.axes
     spans = [p for p in acc_ax.patches if isinstance(p, Rectangle)]
-    # two separate large stretches, one uniform stretch and the wrong-rule strip; the loss panel has no strip
-    assert len(spans) == 4 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 3
+    # two small and two large stretches, one uniform stretch and the wrong-rule strip; the loss panel has no strip
+    assert len(spans) == 6 and len([p for p in loss_ax.patches if isinstance(p, Rectangle)]) == 5
     # the shades named in a legend, not in labels that overprint each other in short phases
     assert not loss_ax.texts
     assert [t.get_text() for t in loss_ax.get_legend().get_texts()] == [
-        "large phase", "mixed phase", "uniform phase", "small phase"]
+        "small phase", "large phase", "mixed phase", "uniform phase"]
     # each stretch covers exactly its steps (step s trains on the batch drawn for s), not the save before it
     assert sorted((round(s.get_x()), round(s.get_x() + s.get_width())) for s in spans) == [
-        (130, 360), (250, 310), (420, 540), (540, 700)]
+        (0, 130), (130, 360), (250, 310), (360, 420), (420, 540), (540, 700)]
+    # a phase is shaded in its operand range's colour, the colour of that range's accuracy curve
+    from matplotlib.colors import to_rgb
+
+    from helpers.figures import palette
+    small, large = (next(s for s in spans if round(s.get_x()) == x) for x in (0, 130))
+    assert to_rgb(small.get_facecolor()) == to_rgb(palette.RANGES["small"])
+    assert to_rgb(large.get_facecolor()) == to_rgb(palette.RANGES["large"])
     assert len(acc_ax.get_lines()) == 4
     # with the windows: their checkpoints as triangles and the cut between them as a dashed line
     fig = learning_curves(log, {"training": [200, 300], "evaluation": [500, 700]}, stream=stream)

@@ -35,6 +35,7 @@ from helpers.confidence import self_consistency as sc
 
 BEAM_COLUMNS = ("checkpoint", "question_id", "answer", "ended", "logprob")
 KIND_COLORS = {"improvement": palette.IMPROVEMENT, "regression": palette.REGRESSION}
+KIND_MARKERS = {"improvement": "o", "regression": "^"}  # told apart without colour
 STRATEGIES = [("equal-width", "uniform"), ("equal-mass", "quantile")]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -249,9 +250,16 @@ def contrast_view(frame: pd.DataFrame, ckpt_i: str, ckpt_j: str, checkpoints=Non
     fig = Figure(figsize=(12.5, 4.9), layout="constrained")
     scatter, raw, normalized = fig.subplots(1, 3)
     raw.sharey(normalized)
-    for kind, color in KIND_COLORS.items():
+    # The larger kind first, so that the smaller one is never hidden under it; each kind its own marker, and
+    # the legend counts the points above the diagonal (the later checkpoint more confident), which a dense
+    # corner hides from the eye.
+    above = {}
+    for kind in sorted(KIND_COLORS, key=lambda k: -int((pairs["kind"] == k).sum())):
         part = pairs[pairs["kind"] == kind]
-        scatter.scatter(part["confidence_i"], part["confidence_j"], s=9, alpha=0.5, color=color, lw=0)
+        above[kind] = (int((part["confidence_j"] > part["confidence_i"]).sum()), len(part))
+        scatter.scatter(part["confidence_i"], part["confidence_j"], s=10 if kind == "improvement" else 16,
+                        alpha=0.45 if kind == "improvement" else 0.9, color=KIND_COLORS[kind],
+                        marker=KIND_MARKERS[kind], lw=0.3, edgecolor="black" if kind == "regression" else "none")
     scatter.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
     scatter.set(xlim=(0, 1), ylim=(0, 1), xlabel=f"raw p at {ckpt_i} (i, earlier)",
                 ylabel=f"raw p at {ckpt_j} (j, later)", title="raw confidences, one point per question")
@@ -262,13 +270,15 @@ def contrast_view(frame: pd.DataFrame, ckpt_i: str, ckpt_j: str, checkpoints=Non
     plots.reliability_diagram(normalized, later["confidence"], later["correct"], n_bins=n_bins,
                               title=f"{name} at {ckpt_j}", legend=False)
     normalized.set_ylabel("")
-    points = [Line2D([], [], ls="", marker="o", color=KIND_COLORS["improvement"], label=f"improvement: {ckpt_j} right"),
-              Line2D([], [], ls="", marker="o", color=KIND_COLORS["regression"], label=f"regression: {ckpt_i} right")]
+    points = [Line2D([], [], ls="", marker=KIND_MARKERS[kind], color=KIND_COLORS[kind],
+                     label=f"{kind}: {ckpt_j if kind == 'improvement' else ckpt_i} right "
+                           f"({above[kind][0]:,} of {above[kind][1]:,} above the diagonal)")
+              for kind in KIND_COLORS]
     fig.legend(handles=points + plots.legend_handles(), loc="outside lower center", ncols=4, fontsize="x-small",
                frameon=False)
     fig.suptitle(f"{ckpt_i} → {ckpt_j}: {kinds.get('improvement', 0):,} improvements (wrong at i, right at j), "
                  f"{kinds.get('regression', 0):,} regressions (right at i, wrong at j)\n"
-                 f"{name}: contrast AUC {summary['auc']:.3f}, Δ {summary['delta']:.3f}")
+                 f"{name}: plain contrast AUC {summary['auc']:.3f}, Δ {summary['delta']:.3f}")
     return fig
 
 

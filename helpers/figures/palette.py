@@ -7,6 +7,8 @@ red-green colour blindness.
 """
 from __future__ import annotations
 
+from matplotlib.colors import to_rgba
+
 # Calibration gaps in a reliability diagram: confidence above accuracy (over) or below it (under).
 OVERCONFIDENT = "#d55e00"  # vermilion
 UNDERCONFIDENT = "#009e73"  # bluish green
@@ -30,10 +32,12 @@ RANGES = {"all": "#000000", "small": "#17becf", "mixed": "#7f7f7f", "large": "#b
 # The two windows of selected checkpoints, and the cut between them (a black dashed line).
 WINDOWS = {"training": "#9467bd", "evaluation": "#d62728"}
 
-# Data phases behind a curve (patterns, not colours): large operands filled grey, mixed hatched, uniform dotted.
-PHASES = {"large": dict(facecolor=(0.5, 0.5, 0.5, 0.22), edgecolor="none"),
-          "mixed": dict(facecolor="none", edgecolor=(0.5, 0.5, 0.5, 0.45), hatch="///"),
-          "uniform": dict(facecolor="none", edgecolor=(0.5, 0.5, 0.5, 0.45), hatch="..")}
+# Data phases behind a curve, in the colour of the operand range that dominates them (so grey means mixed operands
+# in every figure): small and large operands filled pale, mixed hatched, the uniform stretch dotted.
+PHASES = {"small": dict(facecolor=to_rgba(RANGES["small"], 0.14), edgecolor="none"),
+          "large": dict(facecolor=to_rgba(RANGES["large"], 0.22), edgecolor="none"),
+          "mixed": dict(facecolor="none", edgecolor=to_rgba(RANGES["mixed"], 0.5), hatch="///"),
+          "uniform": dict(facecolor="none", edgecolor=to_rgba(RANGES["all"], 0.35), hatch="..")}
 
 # Verdicts of the findings (notebook 07): reproduced, inconclusive, contradicted.
 VERDICTS = {"reproduced": "#1b7837", "inconclusive": "#d9d9d9", "contradicted": "#762a83"}

@@ -7,7 +7,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-from matplotlib.colors import to_rgba
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -25,7 +24,7 @@ from helpers.world import sums
 # A bin's bootstrap interval is drawn only from this many answers on: resampling a bin of 1 or 3 answers that are
 # all right gives a zero-width interval, which reads as certainty; such a bin shows its count alone.
 MIN_INTERVAL_COUNT = 10
-SMALL_BIN_ALPHA = 0.35  # the bar and strip of a bin with fewer answers than that
+SMALL_BIN_HATCH = "////"  # the bar and strip of a bin with fewer answers than that: same colours, hatched white
 STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
 
@@ -120,15 +119,16 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
     over, under = [Patch(**style, lw=0.8, label=f"{kind}: {what}")
                    for (kind, style), what in zip(_gap_styles().items(), ["mean confidence above accuracy",
                                                                         "mean confidence below accuracy"])]
-    count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333",
-                   label=f"answers in the bin (faded: under {MIN_INTERVAL_COUNT})")
+    count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
+    small = Patch(facecolor=color, edgecolor="white", hatch=SMALL_BIN_HATCH,
+                  label=f"hatched: a bin of under {MIN_INTERVAL_COUNT} answers")
     interval = Line2D([], [], color=palette.INTERVAL, lw=1.2, marker="_", markersize=6,
                       label=f"95% bootstrap interval of accuracy (bins of {MIN_INTERVAL_COUNT}+ answers)")
     # A legend fills its columns one after the other: list column by column.
     if ncols == 2:
-        columns = [[perfect, accuracy, confidence] + ([interval] if band else []), [over, under, count]]
+        columns = [[perfect, accuracy, confidence] + ([interval] if band else []), [over, under, count, small]]
     else:
-        columns = [[perfect, over], [accuracy, under], [confidence, count] + ([interval] if band else [])]
+        columns = [[perfect, over, small], [accuracy, under], [confidence, count] + ([interval] if band else [])]
     return [handle for column in columns for handle in column]
 
 
@@ -156,16 +156,19 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     acc, mean_conf = table["accuracy"].to_numpy(), table["confidence"].to_numpy()
 
     ax.plot([0, 1], [0, 1], ls="--", color="grey", lw=1, label="perfect calibration")
-    # A bin of fewer than MIN_INTERVAL_COUNT answers is drawn faded: its bar says little, however tall.
-    alpha = np.where(table["count"].to_numpy() < MIN_INTERVAL_COUNT, SMALL_BIN_ALPHA, 1.0)
-    ax.bar(left, acc, width=width, align="edge", color=[to_rgba(color, a) for a in alpha], edgecolor="white",
-           label="accuracy")
+    # A bin of fewer than MIN_INTERVAL_COUNT answers is hatched, in its own colours (a faded colour would read
+    # as another kind of bar): its bar says little, however tall.
+    hatch = np.where(table["count"].to_numpy() < MIN_INTERVAL_COUNT, SMALL_BIN_HATCH, None)
+    bars = ax.bar(left, acc, width=width, align="edge", color=color, edgecolor="white", label="accuracy")
     strip = width * 0.3
     for (kind, style), mask in zip(_gap_styles().items(), [mean_conf > acc, mean_conf < acc]):
-        fill = [to_rgba(style["facecolor"], a) for a in alpha[mask]]
-        ax.bar(left[mask] + (width[mask] - strip[mask]) / 2, np.abs(mean_conf - acc)[mask],
-               bottom=np.minimum(acc, mean_conf)[mask], width=strip[mask], align="edge", lw=0.6, label=kind,
-               color=fill, edgecolor=style["edgecolor"])
+        strips = ax.bar(left[mask] + (width[mask] - strip[mask]) / 2, np.abs(mean_conf - acc)[mask],
+                        bottom=np.minimum(acc, mean_conf)[mask], width=strip[mask], align="edge", lw=0.6,
+                        label=kind, color=style["facecolor"], edgecolor=style["edgecolor"])
+        for patch, pattern in zip(strips, hatch[mask]):
+            patch.set_hatch(pattern)
+    for patch, pattern in zip(bars, hatch):
+        patch.set_hatch(pattern)
     ax.hlines(mean_conf, left + 0.1 * width, left + 0.9 * width, color=palette.MEAN_CONFIDENCE, lw=2,
               label="mean confidence", gid="mean confidence")
     tops = np.maximum(acc, mean_conf)
@@ -173,7 +176,7 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
         interval = accuracy_band(conf, corr, n_bins, strategy, n_boot=n_boot, seed=seed)
         low, high = interval["lower"].to_numpy(), interval["upper"].to_numpy()
         shown = table["count"].to_numpy() >= MIN_INTERVAL_COUNT  # resampling 1 or 3 answers says nothing
-        ax.errorbar((left + 0.82 * width)[shown], acc[shown], yerr=[(acc - low)[shown], (high - acc)[shown]],
+        ax.errorbar((left + width / 2)[shown], acc[shown], yerr=[(acc - low)[shown], (high - acc)[shown]],
                     fmt="none", ecolor=palette.INTERVAL, elinewidth=1.2, capsize=2, label="95% bootstrap interval")
         tops = np.where(shown, np.fmax(tops, high), tops)
     reach = _count_labels(ax, left + width / 2, tops, table["count"], width)
@@ -239,8 +242,9 @@ def confidence_histogram(ax, confidence, correct, bins: int = 20):
     return ax
 
 
-# How each data phase is drawn behind a curve (`palette.PHASES`): large operands filled grey, mixed hatched, the
-# uniform stretch dotted, small operands left white; three looks a reader tells apart, where three greys were not.
+# How each data phase is drawn behind a curve (`palette.PHASES`): small and large operands filled in their range's
+# pale colour, mixed hatched grey (the mixed range's colour), the uniform stretch dotted; four looks a reader tells
+# apart, each in the colour its operand range has in the curves and the mixture figure.
 
 
 def _spans(labels) -> list[tuple[int, int, object]]:
@@ -263,15 +267,14 @@ def schedule(total_steps: int | None = None) -> pd.DataFrame:
 
 
 def _shade_phases(axes, stream: pd.DataFrame) -> list:
-    """Mark every stretch of steps where "large" operands dominate (filled), "mixed" ones do (hatched), or the
-    mix is uniform (dotted), from the step-by-step `schedule`; returns legend entries for the marks
-    (small-operand phases stay white). A training step s trains on the batch drawn for step s."""
+    """Mark every stretch of steps where "small" or "large" operands dominate (filled), "mixed" ones do (hatched),
+    or the mix is uniform (dotted), from the step-by-step `schedule`; returns legend entries for the marks.
+    A training step s trains on the batch drawn for step s."""
     for first, after, phase in _spans(list(stream["phase"])):
         style = palette.PHASES.get(phase)
         for ax in axes if style else ():
             ax.axvspan(stream["step"].iloc[first], stream["step"].iloc[after - 1] + 1, lw=0, zorder=0, **style)
-    return [Patch(label=f"{phase} phase", **style) for phase, style in palette.PHASES.items()
-            ] + [Patch(facecolor="white", edgecolor="lightgrey", label="small phase")]
+    return [Patch(label=f"{phase} phase", **style) for phase, style in palette.PHASES.items()]
 
 
 def _mark_taught_wrong(ax, stream: pd.DataFrame) -> list:
@@ -323,7 +326,8 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     if windows:
         _mark_windows(ax_acc, windows, y=1.03)
         _mark_windows(ax_loss, windows, triangles=False)
-    ax_loss.legend(handles=shades, fontsize="small", title="data phase", title_fontsize="small")
+    cut = [h for h in ax_loss.get_lines() if h.get_label() == "training | evaluation cut"]
+    ax_loss.legend(handles=shades + cut, fontsize="small", title="data phase", title_fontsize="small")
     handles = ax_acc.get_legend_handles_labels()[0] + taught  # the strip is drawn in this panel only
     ax_acc.legend(handles=handles, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
