@@ -333,3 +333,22 @@ def test_the_palette_gives_each_colour_one_meaning():
         by_colour.setdefault(to_hex(value), []).append(name)
     shared = {colour: names for colour, names in by_colour.items() if len(names) > 1}
     assert not shared, f"colours with more than one meaning: {shared}"
+
+
+def test_the_legend_names_hatched_bins_only_where_a_bin_is_hatched():
+    """A bin of fewer than MIN_INTERVAL_COUNT answers is hatched in its own colours, and the legend says what
+    hatching means only in a figure that has such a bin."""
+    def hatched_entry(ax):
+        return any(t.get_text().startswith("hatched") for t in ax.get_legend().get_texts())
+
+    rng = np.random.default_rng(0)
+    conf = rng.uniform(0.4, 1.0, 500)
+    correct = rng.uniform(size=500) < conf
+    fig, ax = _diagram(conf, correct, n_bins=5)  # three bins of about 170 answers
+    assert not any(p.get_hatch() for p in ax.patches) and not hatched_entry(ax)
+    fig, ax = _diagram(np.r_[conf, 0.05, 0.1], np.r_[correct, True, False], n_bins=5)  # two answers below 0.2
+    (bar,) = [b for b in _bars(ax, "accuracy") if b.get_hatch()]
+    assert bar.get_x() == 0.0 and hatched_entry(ax)
+    # the hatched bar keeps the colour the legend gives the bars: no faded shade that reads as a third kind
+    assert {to_rgba(b.get_facecolor()) for b in _bars(ax, "accuracy")} == {to_rgba(_bars(ax, "accuracy")[0]
+                                                                                   .get_facecolor())}

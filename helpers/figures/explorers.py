@@ -178,7 +178,8 @@ def reliability_view(frames: dict, checkpoint: str, method: str, n_bins: int = 1
     plots.reliability_diagram(ax, rows["confidence"], rows["correct"], n_bins=n_bins, strategy=strategy,
                               title=f"{method}, {where} ({len(rows):,} answers)", band=band, legend=False)
     # A figure legend: an axes legend wider than its axes would make constrained layout narrow the axes.
-    fig.legend(handles=plots.legend_handles(band, ncols=2), loc="outside lower center", ncols=2, fontsize="x-small",
+    fig.legend(handles=plots.legend_handles(band, ncols=2, small=plots.has_small_bins(ax)), loc="outside lower center",
+               ncols=2, fontsize="x-small",
                frameon=False)
     return fig
 
@@ -261,7 +262,8 @@ def contrast_view(frame: pd.DataFrame, ckpt_i: str, ckpt_j: str, checkpoints=Non
                         alpha=0.45 if kind == "improvement" else 0.9, color=KIND_COLORS[kind],
                         marker=KIND_MARKERS[kind], lw=0.3, edgecolor="black" if kind == "regression" else "none")
     scatter.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
-    scatter.set(xlim=(0, 1), ylim=(0, 1), xlabel=f"raw p at {ckpt_i} (i, earlier)",
+    # a little past 0 and 1, so that a point at 0 or 1 is drawn whole
+    scatter.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel=f"raw p at {ckpt_i} (i, earlier)",
                 ylabel=f"raw p at {ckpt_j} (j, later)", title="raw confidences, one point per question")
     scatter.set_aspect("equal")
     name = "normalized q (fitted)" if isinstance(normalizer, contrast.FittedNormalization) else "normalized q"
@@ -274,7 +276,8 @@ def contrast_view(frame: pd.DataFrame, ckpt_i: str, ckpt_j: str, checkpoints=Non
                      label=f"{kind}: {ckpt_j if kind == 'improvement' else ckpt_i} right "
                            f"({above[kind][0]:,} of {above[kind][1]:,} above the diagonal)")
               for kind in KIND_COLORS]
-    fig.legend(handles=points + plots.legend_handles(), loc="outside lower center", ncols=4, fontsize="x-small",
+    fig.legend(handles=points + plots.legend_handles(small=plots.has_small_bins(raw, normalized)),
+               loc="outside lower center", ncols=4, fontsize="x-small",
                frameon=False)
     fig.suptitle(f"{ckpt_i} → {ckpt_j}: {kinds.get('improvement', 0):,} improvements (wrong at i, right at j), "
                  f"{kinds.get('regression', 0):,} regressions (right at i, wrong at j)\n"
@@ -334,7 +337,8 @@ def beams_view(beams: pd.DataFrame, questions: pd.DataFrame, checkpoint: str, k:
     diagram, histogram = fig.subplots(1, 2)
     plots.reliability_diagram(diagram, result["confidence"], result["correct"], n_bins=n_bins, title="reliability",
                               legend=False)
-    fig.legend(handles=plots.legend_handles(), loc="outside lower center", ncols=3, fontsize="x-small", frameon=False)
+    fig.legend(handles=plots.legend_handles(small=plots.has_small_bins(diagram)), loc="outside lower center", ncols=3,
+               fontsize="x-small", frameon=False)
     plots.confidence_histogram(histogram, result["confidence"], result["correct"])
     correct = result["correct"].to_numpy()
     auc = metrics.auroc(result["confidence"], correct) if 0 < correct.sum() < correct.size else float("nan")

@@ -25,6 +25,7 @@ from helpers.world import sums
 # all right gives a zero-width interval, which reads as certainty; such a bin shows its count alone.
 MIN_INTERVAL_COUNT = 10
 SMALL_BIN_HATCH = "////"  # the bar and strip of a bin with fewer answers than that: same colours, hatched white
+LABEL_GAP = 0.025  # between a bin's highest mark (bar, tick or interval cap) and its count
 STRATEGY_WORDS = {"uniform": "equal-width", "quantile": "equal-mass"}
 
 
@@ -94,12 +95,13 @@ def _count_labels(ax, centers, tops, counts, widths) -> float:
     lengths = [TextToPath().get_text_width_height_descent(t, font, ismath=False)[0] for t in texts]
     # Laid out later, the axes may come out narrower than now: leave a fifth of each bin free.
     fits = all(length <= w * axes_points[0] * 0.8 for length, w in zip(lengths, widths))
-    reach = [(length if not fits else 1.2 * font.get_size_in_points()) / axes_points[1] * 1.15 for length in lengths]
+    # 1.4, not the y range's 1.15: a legend laid out later may shrink the axes, and the number must stay inside.
+    reach = [(length if not fits else 1.2 * font.get_size_in_points()) / axes_points[1] * 1.4 for length in lengths]
     for x, top, text in zip(centers, tops, texts):
-        ax.text(x, top + 0.015, text, ha="center", va="bottom", fontproperties=font, color="#333333",
+        ax.text(x, top + LABEL_GAP, text, ha="center", va="bottom", fontproperties=font, color="#333333",
                 rotation=0 if fits else 90, gid="bin count",
                 bbox=dict(boxstyle="round,pad=0.08", facecolor="white", edgecolor="none", alpha=0.75))
-    return float(max(np.asarray(tops) + 0.015 + np.asarray(reach)))
+    return float(max(np.asarray(tops) + LABEL_GAP + np.asarray(reach)))
 
 
 def _gap_styles() -> dict:
@@ -108,9 +110,10 @@ def _gap_styles() -> dict:
             "underconfident": dict(facecolor=palette.UNDERCONFIDENT, edgecolor="white")}
 
 
-def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
-    """The legend entries of a reliability diagram, also for a kind of bin that is absent, ordered for a legend
-    of `ncols` (2 or 3) columns so that over- and underconfidence sit next to each other. Used in notebooks 01-06.
+def legend_handles(band: bool = False, ncols: int = 3, color=None, small: bool = True) -> list:
+    """The legend entries of a reliability diagram, both gap directions even when one is absent (every diagram
+    keeps one key), ordered for a legend of `ncols` (2 or 3) columns so that over- and underconfidence sit next
+    to each other; the hatched small bin only where `small` (`has_small_bins`). Used in notebooks 01-06.
     """
     perfect = Line2D([], [], ls="--", color="grey", lw=1, label="perfect calibration")
     color = color or palette.ACCURACY
@@ -120,16 +123,21 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None) -> list:
                    for (kind, style), what in zip(_gap_styles().items(), ["mean confidence above accuracy",
                                                                         "mean confidence below accuracy"])]
     count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
-    small = Patch(facecolor=color, edgecolor="white", hatch=SMALL_BIN_HATCH,
-                  label=f"hatched: a bin of under {MIN_INTERVAL_COUNT} answers")
+    hatched = [Patch(facecolor=color, edgecolor="white", hatch=SMALL_BIN_HATCH,
+                     label=f"hatched: a bin of under {MIN_INTERVAL_COUNT} answers")] if small else []
     interval = Line2D([], [], color=palette.INTERVAL, lw=1.2, marker="_", markersize=6,
                       label=f"95% bootstrap interval of accuracy (bins of {MIN_INTERVAL_COUNT}+ answers)")
     # A legend fills its columns one after the other: list column by column.
     if ncols == 2:
-        columns = [[perfect, accuracy, confidence] + ([interval] if band else []), [over, under, count, small]]
+        columns = [[perfect, accuracy, confidence] + ([interval] if band else []), [over, under, count] + hatched]
     else:
-        columns = [[perfect, over, small], [accuracy, under], [confidence, count] + ([interval] if band else [])]
+        columns = [[perfect, over] + hatched, [accuracy, under], [confidence, count] + ([interval] if band else [])]
     return [handle for column in columns for handle in column]
+
+
+def has_small_bins(*axes) -> bool:
+    """Whether any of these reliability diagrams hatched a bin (fewer than `MIN_INTERVAL_COUNT` answers)."""
+    return any(patch.get_hatch() for ax in axes for patch in ax.patches)
 
 
 def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str = "uniform", title=None, color=None,
@@ -187,7 +195,8 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     label = binning_label(n_bins, strategy, n_formed=len(table) if strategy == "quantile" else None)
     ax.set_title(f"{title}\nECE {ece:.3f} ({label})" if title else f"ECE {ece:.3f} ({label})")
     if legend:
-        ax.legend(handles=legend_handles(band, ncols=2, color=color), loc="upper center", bbox_to_anchor=(0.5, -0.2),
+        ax.legend(handles=legend_handles(band, ncols=2, color=color, small=has_small_bins(ax)), loc="upper center",
+                  bbox_to_anchor=(0.5, -0.2),
                   ncols=2, fontsize="x-small", frameon=False)
     return ax
 
@@ -212,8 +221,8 @@ def side_by_side(results: dict, n_bins: int = 5, strategy: str = "uniform", supt
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     ncols = 3 if k > 1 else 2
-    fig.legend(handles=legend_handles(band, ncols), loc="outside lower center", ncols=ncols,
-               fontsize="x-small", frameon=False)
+    fig.legend(handles=legend_handles(band, ncols, small=has_small_bins(*axes[0])), loc="outside lower center",
+               ncols=ncols, fontsize="x-small", frameon=False)
     if suptitle:
         fig.suptitle(suptitle)
     return fig
@@ -310,7 +319,8 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     ax_loss.plot(log["step"], log["loss"], marker=".")
     ax_loss.set(xlabel="step", ylabel="answer-token loss", title="Training loss")
-    ax_acc.plot(log["step"], log["accuracy"], marker=".", color="black", label="all")
+    # "all" thick and behind: where it runs with one range's curve, both stay visible.
+    ax_acc.plot(log["step"], log["accuracy"], color="black", lw=3.5, alpha=0.35, zorder=1.5, label="all")
     for group in ("small", "mixed", "large"):
         ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=palette.RANGES[group],
                     label=f"{group} operands")
@@ -398,7 +408,10 @@ def flip_heatmap(flips, checkpoints, n_training: int | None = None):
         lost[j, i] = row.regressions
     fig, ax = plt.subplots(figsize=(0.62 * n + 3, 0.55 * n + 1.5), layout="constrained")
     labels = [name.replace("step-", "") for name in names]
-    kw = dict(annot=True, fmt=".0f", annot_kws={"size": 7}, xticklabels=labels, yticklabels=labels, ax=ax, square=True)
+    # One scale for both maps, so that equal shades mean equal counts above and below the diagonal.
+    top = np.nanmax([np.nanmax(gained), np.nanmax(lost), 1.0])
+    kw = dict(annot=True, fmt=".0f", annot_kws={"size": 8}, xticklabels=labels, yticklabels=labels, ax=ax, square=True,
+              vmin=0, vmax=top)
     sns.heatmap(gained, cmap=palette.IMPROVEMENT_MAP, cbar_kws={"label": "improvements (above)", "shrink": 0.6}, **kw)
     sns.heatmap(lost, cmap=palette.REGRESSION_MAP, cbar_kws={"label": "regressions (below)", "shrink": 0.6}, **kw)
     ax.grid(False)  # no grid lines across the empty diagonal
