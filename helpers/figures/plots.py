@@ -319,8 +319,8 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     ax_loss.plot(log["step"], log["loss"], marker=".")
     ax_loss.set(xlabel="step", ylabel="answer-token loss", title="Training loss")
-    # "all" thick and behind: where it runs with one range's curve, both stay visible.
-    ax_acc.plot(log["step"], log["accuracy"], color="black", lw=3.5, alpha=0.35, zorder=1.5, label="all")
+    # "all" thick, black and behind: where it runs with one range's curve, that curve shows inside it.
+    ax_acc.plot(log["step"], log["accuracy"], color=palette.RANGES["all"], lw=3.5, zorder=1.5, label="all")
     for group in ("small", "mixed", "large"):
         ax_acc.plot(log["step"], log[f"accuracy_{group}"], marker=".", color=palette.RANGES[group],
                     label=f"{group} operands")
