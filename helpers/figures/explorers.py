@@ -35,7 +35,9 @@ from helpers.confidence import self_consistency as sc
 
 BEAM_COLUMNS = ("checkpoint", "question_id", "answer", "ended", "logprob")
 KIND_COLORS = {"improvement": palette.IMPROVEMENT, "regression": palette.REGRESSION}
-KIND_MARKERS = {"improvement": "o", "regression": "^"}  # told apart without colour
+# Each kind its own marker (told apart without colour); the fewer regressions drawn larger, opaque and edged.
+KIND_STYLES = {"improvement": dict(marker="o", s=10, alpha=0.45, edgecolor="none"),
+               "regression": dict(marker="^", s=16, alpha=0.9, edgecolor="black")}
 STRATEGIES = [("equal-width", "uniform"), ("equal-mass", "quantile")]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -258,9 +260,8 @@ def contrast_view(frame: pd.DataFrame, ckpt_i: str, ckpt_j: str, checkpoints=Non
     for kind in sorted(KIND_COLORS, key=lambda k: -int((pairs["kind"] == k).sum())):
         part = pairs[pairs["kind"] == kind]
         above[kind] = (int((part["confidence_j"] > part["confidence_i"]).sum()), len(part))
-        scatter.scatter(part["confidence_i"], part["confidence_j"], s=10 if kind == "improvement" else 16,
-                        alpha=0.45 if kind == "improvement" else 0.9, color=KIND_COLORS[kind],
-                        marker=KIND_MARKERS[kind], lw=0.3, edgecolor="black" if kind == "regression" else "none")
+        scatter.scatter(part["confidence_i"], part["confidence_j"], color=KIND_COLORS[kind], lw=0.3,
+                        **KIND_STYLES[kind])
     scatter.plot([0, 1], [0, 1], ls="--", color="grey", lw=1)
     # a little past 0 and 1, so that a point at 0 or 1 is drawn whole
     scatter.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel=f"raw p at {ckpt_i} (i, earlier)",
@@ -272,9 +273,9 @@ def contrast_view(frame: pd.DataFrame, ckpt_i: str, ckpt_j: str, checkpoints=Non
     plots.reliability_diagram(normalized, later["confidence"], later["correct"], n_bins=n_bins,
                               title=f"{name} at {ckpt_j}", legend=False)
     normalized.set_ylabel("")
-    points = [Line2D([], [], ls="", marker=KIND_MARKERS[kind], color=KIND_COLORS[kind],
-                     label=f"{kind}: {ckpt_j if kind == 'improvement' else ckpt_i} right "
-                           f"({above[kind][0]:,} of {above[kind][1]:,} above the diagonal)")
+    right = {"improvement": ckpt_j, "regression": ckpt_i}
+    points = [Line2D([], [], ls="", marker=KIND_STYLES[kind]["marker"], color=KIND_COLORS[kind],
+                     label=f"{kind}: {right[kind]} right ({above[kind][0]:,} of {above[kind][1]:,} above the diagonal)")
               for kind in KIND_COLORS]
     fig.legend(handles=points + plots.legend_handles(small=plots.has_small_bins(raw, normalized)),
                loc="outside lower center", ncols=4, fontsize="x-small",

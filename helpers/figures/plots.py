@@ -196,8 +196,7 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     ax.set_title(f"{title}\nECE {ece:.3f} ({label})" if title else f"ECE {ece:.3f} ({label})")
     if legend:
         ax.legend(handles=legend_handles(band, ncols=2, color=color, small=has_small_bins(ax)), loc="upper center",
-                  bbox_to_anchor=(0.5, -0.2),
-                  ncols=2, fontsize="x-small", frameon=False)
+                  bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
     return ax
 
 
