@@ -152,7 +152,7 @@ book: $(STAMP)  ## the course website in build/site (docs/guide.md is the front 
 # Playwright from .venv-site) at a phone's and a laptop's width (CHECK_WIDTHS, CSS px), its navigation buttons
 # clicked, then notebook 01's explorer in JupyterLab; screenshots in build/screenshots/.
 # The notebook whose ipywidgets explorer (the cell tagged `explorer`) check-site moves.
-CHECK_NOTEBOOK ?= notebooks/01_reliability_diagrams_and_ece.ipynb
+CHECK_NOTEBOOK ?= notebooks/01_2_what_ece_can_tell.ipynb
 CHECK_WIDTHS ?= 390,1366
 check-site: book $(VENV)/.installed-lab  ## check the website and the notebook explorer in a real browser
 	tools/install_chromium.sh

@@ -100,7 +100,7 @@ def test_the_where_used_index_in_the_api_page_is_current():
                                                "`python tools/where_used.py`"
 
 
-@pytest.mark.parametrize("twin", sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb")), ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("twin", sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb")), ids=lambda p: p.stem)
 def test_each_notebook_names_the_functions_behind_its_results(twin):
     """*Under the hood* says where the code is: every file it names exists, in a method layer, and every function
     it names is defined in one of those files, so a student reaches the method in one hop from the notebook."""

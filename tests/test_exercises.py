@@ -68,7 +68,7 @@ def _exercise_count(twin) -> int:
     return len(re.findall(r"^\d+\.\s", cell.source, re.MULTILINE))
 
 
-@pytest.mark.parametrize("twin", TWINS, ids=[p.stem[:2] for p in TWINS])
+@pytest.mark.parametrize("twin", TWINS, ids=[p.stem for p in TWINS])
 def test_every_exercise_has_an_answer_cell_and_a_check_cell_that_passes_its_variable(twin):
     found = _exercise_cells(twin)
     assert [tag for tag, _ in found] == ["answer", "check"] * _exercise_count(twin), \
@@ -83,7 +83,7 @@ def test_every_exercise_has_an_answer_cell_and_a_check_cell_that_passes_its_vari
             and call.args[0].id == variable, f"{twin.name}: the check after `{variable} = None` passes it"
 
 
-@pytest.mark.parametrize("twin", TWINS, ids=[p.stem[:2] for p in TWINS])
+@pytest.mark.parametrize("twin", TWINS, ids=[p.stem for p in TWINS])
 def test_the_twins_committed_checks_are_all_right(twin):
     """The solutions, run in full mode (tests/test_outputs.py reruns them), pass their own checks, whose
     references recompute each answer by another route; the learner's copy carries no check output."""

@@ -1,13 +1,15 @@
-"""Every notebook executes in fast mode, each in a fresh kernel (notebooks 00 and 04-06 on a world that
-misses the contrast-set thresholds, the others on the fast world as it is): a chapter's answer twin
-(notebooks/solutions/) where it exists, which holds the whole chapter; its learner's copy is the twin
-without the solution cells, checked by tests/test_twins.py instead of being run a second time."""
+"""Every notebook executes in fast mode (chapters 00 and 04-07 on a world that misses the contrast-set
+thresholds, the others on the fast world as it is): its answer twin (notebooks/solutions/), which holds the
+whole notebook; the learner's copy is the twin without the solution cells, checked by tests/test_twins.py
+instead of being run a second time. A chapter's notebooks (00.1 and 00.2, ...) run one after another in one
+fresh kernel (`run_chapter`): a kernel start and the imports, about 8 s, once per chapter instead of once per
+notebook. That each notebook also runs on its own, in a fresh kernel, is checked in full mode by
+tests/test_outputs.py."""
 import os
-from pathlib import Path
 
 import pytest
 
-from helpers.build.cli import notebook_paths, run_notebook
+from helpers.build.cli import notebook_paths, run_chapter
 
 NOTEBOOKS = notebook_paths()
 
@@ -17,15 +19,23 @@ def test_there_are_notebooks():
 
 
 POOR_WORLD = '{"contrast": {"min_size": 100000, "min_size_transfer": 100000}}'
-CONTRAST_NOTEBOOKS = [p for p in NOTEBOOKS if p.name[:2] in ("00", "04", "05", "06", "07")]
-OTHER_NOTEBOOKS = [p for p in NOTEBOOKS if p not in CONTRAST_NOTEBOOKS]
+CHAPTERS = {chapter: [p for p in NOTEBOOKS if p.name[:2] == chapter]
+            for chapter in sorted({p.name[:2] for p in NOTEBOOKS})}
+CONTRAST_CHAPTERS = [c for c in CHAPTERS if c in ("00", "04", "05", "06", "07")]
+OTHER_CHAPTERS = [c for c in CHAPTERS if c not in CONTRAST_CHAPTERS]
+
+
+def test_every_notebook_belongs_to_a_chapter_that_runs():
+    assert sorted(p for c in CHAPTERS.values() for p in c) == sorted(NOTEBOOKS)
+    assert len(CHAPTERS) >= 8 and all(CHAPTERS.values())
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", OTHER_NOTEBOOKS, ids=[p.stem for p in OTHER_NOTEBOOKS])
-def test_notebook_runs_in_fast_mode(path: Path):
+@pytest.mark.parametrize("chapter", OTHER_CHAPTERS)
+def test_notebook_runs_in_fast_mode(chapter: str):
     assert os.environ.get("HELPERS_FAST") == "1"
-    assert_checks_pass(run_notebook(path, inplace=False, timeout=600, keep=True))
+    for nb in run_chapter(CHAPTERS[chapter], timeout=600):
+        assert_checks_pass(nb)
 
 
 def assert_checks_pass(nb):
@@ -38,12 +48,12 @@ def assert_checks_pass(nb):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", CONTRAST_NOTEBOOKS, ids=[p.stem for p in CONTRAST_NOTEBOOKS])
-def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(path: Path, monkeypatch):
+@pytest.mark.parametrize("chapter", CONTRAST_CHAPTERS)
+def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(chapter: str, monkeypatch):
     """A world that misses a threshold (here: no pair of checkpoints reaches the contrast-set size) is
     reported by the notebook, which goes on with what exists instead of crashing.
 
-    This is also the fast-mode run of the notebooks that use contrast sets (00, 04-06): running them a
+    This is also the fast-mode run of the chapters that use contrast sets (00, 04-07): running them a
     second time on the fast world's own thresholds took four more kernels (about a minute of `make test`).
     Their cells on a world that *has* large enough contrast sets run in full mode in tests/test_outputs.py.
     The override changes only the contrast-set sizes, so the adapters, answers and read-outs these runs
@@ -51,11 +61,11 @@ def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(path: Path,
     fast world's thresholds by tests/test_cache_traces.py."""
     assert os.environ.get("HELPERS_FAST") == "1"
     monkeypatch.setenv("HELPERS_OVERRIDES", POOR_WORLD)
-    nb = run_notebook(path, inplace=False, timeout=600, keep=True)
-    assert_checks_pass(nb)
-    text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
-                     for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
-    assert "100000" in text  # the notebook says which threshold the world missed
+    for path, nb in zip(CHAPTERS[chapter], run_chapter(CHAPTERS[chapter], timeout=600)):
+        assert_checks_pass(nb)
+        text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+                         for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+        assert "100000" in text, f"{path.name} does not say which threshold the world missed"
 
 
 def test_join_streams_makes_a_rerun_write_the_same_file():

@@ -31,6 +31,13 @@ LINE_CHARS = 100
 _TAG = re.compile(r"</?[A-Za-z][^>]*>")
 
 
+def label(path: Path) -> str:
+    """A notebook's label in the guide and the schedule: "02.1" for `02_1_….ipynb` (a chapter's first
+    part), "07" for `07_….ipynb` (a chapter in one notebook)."""
+    chapter, part = re.match(r"(\d\d)_(?:(\d)_)?", path.name).groups()
+    return f"{chapter}.{part}" if part else chapter
+
+
 def words(markdown: str) -> int:
     return len(_TAG.sub(" ", markdown).split())
 
@@ -57,7 +64,7 @@ def test_there_are_learner_notebooks():
     assert len(LEARNER) >= 7
 
 
-@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.stem)
 def test_prose_fits_the_reading_path(path):
     by_section = sections(path)
     hood = sum(words(s) for heading, cell in by_section if heading.startswith("Under the hood") for s in cell)
@@ -71,7 +78,7 @@ def test_prose_fits_the_reading_path(path):
     assert not long_cells, f"{path.name}: markdown cells over {CELL_WORDS} words (cell index, words): {long_cells}"
 
 
-@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.stem)
 def test_code_cells_are_short(path):
     long_cells, long_lines = [], []
     for i, (kind, source) in enumerate(cells(path)):
@@ -85,7 +92,7 @@ def test_code_cells_are_short(path):
     assert not long_lines, f"{path.name}: code lines over {LINE_CHARS} characters (cell, length): {long_lines}"
 
 
-@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.stem)
 def test_every_numbered_section_ends_with_a_takeaway(path):
     by_section = sections(path)
     numbered = [(heading, cell) for heading, cell in by_section if re.match(r"\d+\.", heading)]
@@ -140,17 +147,17 @@ def study_minutes(path: Path) -> int:
     return int(5 * round(minutes / 5))
 
 
-@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.name[:2])
+@pytest.mark.parametrize("path", LEARNER, ids=lambda p: p.stem)
 def test_the_guide_and_the_notebook_state_the_rules_study_time(path):
     minutes = study_minutes(path)
     guide = (ROOT / "docs" / "guide.md").read_text()
     row = next(line for line in guide.splitlines() if line.startswith("| [") and f"notebooks/{path.name})" in line)
     stated = [int(m) for m in re.findall(r"about (\d+) min\b", row)]
     assert stated == [minutes], f"docs/guide.md's table row for {path.name} must say 'about {minutes} min': {row}"
-    block = guide.split(f"\n### {path.name[:2]} · ", 1)[-1].split("\n### ")[0]  # the notebook's section
+    block = guide.split(f"\n### {label(path)} · ", 1)[-1].split("\n### ")[0]  # the notebook's section
     assert f"**Study time:** about {minutes} min" in block, f"docs/guide.md's section on {path.name}"
     schedule = (ROOT / "docs" / "instructors" / "schedule.md").read_text()
-    assert re.search(rf"\| {path.name[:2]} · [^|]+\| about {minutes} min \|", schedule), \
+    assert re.search(rf"\| {re.escape(label(path))} · [^|]+\| about {minutes} min \|", schedule), \
         f"docs/instructors/schedule.md's table must say 'about {minutes} min' for {path.name}"
     notebook = "\n".join(s for kind, s in cells(path) if kind == "markdown")
     assert f"about {minutes} minutes to study" in notebook, f"{path.name} must say 'about {minutes} minutes to study'"

@@ -1,7 +1,7 @@
 """Check the course website and the notebook explorer in a real browser (`make check-site`).
 
     .venv-site/bin/python tools/check_site.py [--site build/site] [--screenshots build/screenshots]
-        [--lab-python .venv/bin/python] [--notebook notebooks/01_reliability_diagrams_and_ece.ipynb]
+        [--lab-python .venv/bin/python] [--notebook notebooks/01_2_what_ece_can_tell.ipynb]
         [--chromium /usr/bin/chromium] [--widths 390,1366] [--fast] [--skip-lab] [--skip-pages]
 
 Part 1, the site: serves build/site on 127.0.0.1 and opens every page in headless Chromium (Debian's
@@ -906,7 +906,7 @@ def main() -> int:
     parser.add_argument("--screenshots", type=Path, default=ROOT / "build/screenshots")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--lab-python", type=Path, default=ROOT / ".venv/bin/python")
-    parser.add_argument("--notebook", type=Path, default=ROOT / "notebooks/01_reliability_diagrams_and_ece.ipynb")
+    parser.add_argument("--notebook", type=Path, default=ROOT / "notebooks/01_2_what_ece_can_tell.ipynb")
     parser.add_argument("--widths", default=",".join(map(str, WIDTHS)),
                         help="viewport widths in CSS px, comma-separated (default: %(default)s)")
     parser.add_argument("--fast", action="store_true", help="HELPERS_FAST=1 for the notebook's kernel")

@@ -13,6 +13,7 @@ import argparse
 import ast
 import importlib
 import json
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -84,12 +85,18 @@ def used_names(path: Path) -> set[str]:
     return found
 
 
+def label(path: Path) -> str:
+    """The notebook's label: "02.1" for `02_1_….ipynb` (a chapter's first notebook), "07" for `07_….ipynb`."""
+    chapter, part = re.match(r"(\d\d)_(?:(\d)_)?", path.name).groups()
+    return f"{chapter}.{part}" if part else chapter
+
+
 def index() -> str:
     """The Markdown index: one row per module, each name with the notebooks that use it."""
     by_name: dict[str, set[str]] = defaultdict(set)
     for path in sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb")):
         for name in used_names(path):
-            by_name[name].add(path.name[:2])
+            by_name[name].add(label(path))
     by_module: dict[str, list[str]] = defaultdict(list)
     for name in sorted(by_name):
         module, _, attr = name.rpartition(".")

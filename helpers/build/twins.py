@@ -96,7 +96,7 @@ _LINK = re.compile(r"(\]\()([^)\s#]+)([^)\s]*\))")
 def relink(nb, to_twin: bool):
     """`nb` with every relative markdown link rewritten for the other folder: a twin sits one level below
     its learner's copy, so ``../docs/glossary.md`` in a learner's notebook is ``../../docs/glossary.md`` in
-    its twin, and ``02_self_consistency.ipynb`` is ``../02_self_consistency.ipynb``. In place; returns `nb`."""
+    its twin, and ``02_1_self_consistency.ipynb`` is ``../02_1_self_consistency.ipynb``. In place; returns `nb`."""
     def move(match):
         target = match.group(2)
         if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):  # a URL or an absolute path

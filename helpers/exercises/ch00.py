@@ -1,5 +1,5 @@
-"""The checks of notebook 00's exercises (the sum world): each recomputes the answer from the inputs its
-check cell passes and calls `helpers.exercises.check`."""
+"""The checks of chapter 00's exercises (the sum world: exercise 1 in notebook 00.1, exercise 2 in 00.2): each
+recomputes the answer from the inputs its check cell passes and calls `helpers.exercises.check`."""
 from __future__ import annotations
 
 import pandas as pd
@@ -16,15 +16,7 @@ def _regressions(frame: pd.DataFrame, earlier: str, later: str) -> pd.Series:
     return pair.loc[pair["kind"] == "regression", "question_id"]
 
 
-def exercise_1(forgotten, greedy: pd.DataFrame, checkpoints) -> None:
-    """The test questions the last checkpoint gets wrong and at least one earlier checkpoint got right."""
-    last = checkpoints[-1]
-    lost = set().union(*(_regressions(greedy, earlier, last) for earlier in checkpoints[:-1]))
-    return check("Exercise 1", "forgotten", forgotten, len(lost), tol=0,
-                 hint="a question counts once, however many earlier checkpoints got it right.")
-
-
-def exercise_2(phrasing_accuracy, checkpoint: str, n_questions: int = 200) -> None:
+def exercise_1(phrasing_accuracy, checkpoint: str, n_questions: int = 200) -> None:
     """`checkpoint`'s accuracy on the first `n_questions` `adapter_train` sums in each phrasing, in the order of
     `sums.QUESTION_TEMPLATES["sum"]`, by the world's batched greedy decoding (`decoding.greedy`, loaded here,
     so that the check cell hands the learner no answers; no cache holds these phrasings)."""
@@ -34,17 +26,17 @@ def exercise_2(phrasing_accuracy, checkpoint: str, n_questions: int = 200) -> No
     for template in range(len(sums.QUESTION_TEMPLATES["sum"])):
         asked = sums.make_questions("sum", base["a"].to_numpy(), base["b"].to_numpy(), template=template)
         expected.append(decoding.greedy(model, tokenizer, asked, progress=False)["correct"].mean())
-    return check("Exercise 2", "phrasing_accuracy", phrasing_accuracy, expected, tol=0.006,  # one answer in 200
+    return check("Exercise 1", "phrasing_accuracy", phrasing_accuracy, expected, tol=0.006,  # one answer in 200
                  hint="four accuracies, one per phrasing, in the order of sums.QUESTION_TEMPLATES['sum'].")
 
 
-def exercise_3(regressions_by_kind, greedy: pd.DataFrame, subtraction: pd.DataFrame, earlier: str,
+def exercise_2(regressions_by_kind, greedy: pd.DataFrame, subtraction: pd.DataFrame, earlier: str,
                later: str) -> None:
     """Regressions from `earlier` to `later` on each operand range of the test sums and on subtraction."""
     ids = greedy["question_id"]
     ranges = sums.operand_range(ids // 1000, ids % 1000)
     kinds = {f"{r} operands": greedy[ranges == r] for r in sums.RANGES} | {"subtraction": subtraction}
     expected = {kind: len(_regressions(frame, earlier, later)) for kind, frame in kinds.items()}
-    return check("Exercise 3", "regressions_by_kind", regressions_by_kind, expected, tol=0,
+    return check("Exercise 2", "regressions_by_kind", regressions_by_kind, expected, tol=0,
                  hint="keys 'small operands', 'mixed operands', 'large operands' and 'subtraction'; "
                       "a regression is right at the earlier checkpoint and wrong at the later.")

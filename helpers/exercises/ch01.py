@@ -1,5 +1,6 @@
-"""The checks of notebook 01's exercises (reliability diagrams and ECE): each recomputes the answer from the
-inputs its check cell passes and calls `helpers.exercises.check`."""
+"""The checks of chapter 01's exercises (reliability diagrams and ECE: exercise 1 in notebook 01.1, exercise 2
+in notebook 01.2): each recomputes the answer from the inputs its check cell passes and calls
+`helpers.exercises.check`."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,23 +34,12 @@ def exercise_1(moved, test_answers: dict[str, pd.DataFrame]) -> None:
                       "metrics.bin_indices(conf, n_bins) with plain flooring, capped at the last bin.")
 
 
-def exercise_2(ece_change, test_answers: dict[str, pd.DataFrame], bins: tuple[int, int] = (10, 20)) -> None:
-    """RL minus fine-tuned ECE on the test sums, [`bins[0]` quantile bins, `bins[1]` equal-width bins]."""
-    (_, tuned), (_, after) = test_answers.items()
-    expected = [_binned_ece(after["confidence"], after["correct"], n, strategy)
-                - _binned_ece(tuned["confidence"], tuned["correct"], n, strategy)
-                for n, strategy in zip(bins, ["quantile", "uniform"])]
-    return check("Exercise 2", "ece_change", ece_change, expected, tol=1e-3,
-                 hint="RL minus fine-tuned, quantile first; pass n_bins and strategy to "
-                      "metrics.expected_calibration_error.")
-
-
-def exercise_3(binned_scores, rl_answers: pd.DataFrame) -> None:
+def exercise_2(binned_scores, rl_answers: pd.DataFrame) -> None:
     """(5-bin ECE, AUROC) of the RL test confidences replaced by their 5-bin bin's accuracy."""
     correct = rl_answers["correct"].astype(float)
     bins = metrics.bin_indices(rl_answers["confidence"], 5)
     binned = correct.groupby(bins).transform("mean")
     expected = [_binned_ece(binned, correct, 5), roc_auc_score(correct, binned)]
-    return check("Exercise 3", "binned_scores", binned_scores, expected, tol=1e-3,
+    return check("Exercise 2", "binned_scores", binned_scores, expected, tol=1e-3,
                  hint="(ECE, AUROC) of the binned confidences, in that order, both scored against "
                       "the RL model's correctness.")

@@ -1,32 +1,16 @@
-"""The checks of notebook 02's exercises (self-consistency): each recomputes the answer from the inputs its
-check cell passes and calls `helpers.exercises.check`."""
+"""The checks of chapter 02's exercises (self-consistency): exercise 1 in notebook 02.1, exercise 2 in
+notebook 02.2. Each recomputes the answer from the inputs its check cell passes and calls
+`helpers.exercises.check`."""
 from __future__ import annotations
-
-from difflib import SequenceMatcher
-from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
 from helpers.evaluation import metrics
 from helpers.exercises import check, uncheckable
-from helpers.world import sums
 
 
-def exercise_1(misjudged, texts, threshold: float = 0.8) -> None:
-    """The pairs of replies on which "string similarity >= threshold" (the same answer) disagrees with
-    "both state the same number"."""
-    texts = list(texts)
-    numbers = [sums.parse_answer(text) for text in texts]
-    expected = sum((SequenceMatcher(None, texts[i], texts[j]).ratio() >= threshold)
-                   != (numbers[i] is not None and numbers[i] == numbers[j])
-                   for i, j in combinations(range(len(texts)), 2))
-    return check("Exercise 1", "misjudged", misjudged, expected, tol=0,
-                 hint="count both mistakes: pairs judged the same that state different numbers, and pairs "
-                      "judged different that state the same one.")
-
-
-def exercise_2(ungrouped, beams: pd.DataFrame, questions: pd.DataFrame) -> None:
+def exercise_1(ungrouped, beams: pd.DataFrame, questions: pd.DataFrame) -> None:
     """AUC and SmoothECE of the top beam's share of its question's beam probability, with no grouping: right
     when the top beam ended and states the target; confidence 0 when it states nothing."""
     probability = np.exp(beams["logprob"])
@@ -37,22 +21,22 @@ def exercise_2(ungrouped, beams: pd.DataFrame, questions: pd.DataFrame) -> None:
     correct = (stated & (top["answer"] == target).fillna(False)).to_numpy(dtype=bool)
     confidence = np.where(stated, top["share"], 0.0)
     if correct.all() or not correct.any():
-        return uncheckable("Exercise 2", "the top beams are all right or all wrong here: no AUC")
+        return uncheckable("Exercise 1", "the top beams are all right or all wrong here: no AUC")
     expected = {"auroc": metrics.auroc(confidence, correct), "smooth_ece": metrics.smooth_ece(confidence, correct)}
-    return check("Exercise 2", "ungrouped", ungrouped, expected, tol=1e-3,
+    return check("Exercise 1", "ungrouped", ungrouped, expected, tol=1e-3,
                  hint="keep only beam 0 of each question; its confidence is its probability over the sum of its "
                       "question's ten; a dict with the keys 'auroc' and 'smooth_ece'.")
 
 
-def exercise_3(auc_change, sc_results: pd.DataFrame) -> None:
+def exercise_2(auc_change, sc_results: pd.DataFrame) -> None:
     """Per checkpoint, the AUC of SC's confidence times the beams' coverage (the winning group's undivided
     probability) minus the AUC of SC's confidence."""
     undivided = sc_results.assign(confidence=sc_results["confidence"] * sc_results["coverage"])
     change = (metrics.per_checkpoint(undivided, columns=["auroc"])["auroc"]
               - metrics.per_checkpoint(sc_results, columns=["auroc"])["auroc"])
     if not np.isfinite(change.to_numpy(dtype=float)).all():
-        return uncheckable("Exercise 3", "a checkpoint has only right or only wrong answers here: no AUC")
+        return uncheckable("Exercise 2", "a checkpoint has only right or only wrong answers here: no AUC")
     expected = {str(checkpoint): float(value) for checkpoint, value in change.items()}
-    return check("Exercise 3", "auc_change", auc_change, expected, tol=1e-3,
+    return check("Exercise 2", "auc_change", auc_change, expected, tol=1e-3,
                  hint="per question, sum the probability of the beams in each group of one number and keep the "
                       "largest (0 if no beam states a number); per checkpoint, its AUC minus that of SC's confidence.")

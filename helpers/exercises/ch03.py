@@ -1,5 +1,5 @@
-"""The checks of notebook 03's exercises (verbalized confidence): each recomputes the answer from the inputs
-its check cell passes and calls `helpers.exercises.check`."""
+"""The checks of chapter 03's exercises (verbalized confidence; notebooks 03.1 to 03.3): each recomputes
+the answer from the inputs its check cell passes and calls `helpers.exercises.check`."""
 from __future__ import annotations
 
 import math
@@ -24,43 +24,46 @@ def _mean_auc(df: pd.DataFrame, column: str) -> float:
     return float(np.mean(aucs)) if aucs else math.nan
 
 
-def exercise_1(decoded_auc, oracle: pd.DataFrame, moved: pd.DataFrame) -> None:
-    """The mean per-checkpoint AUC of the decoded readout (parsed rows only), oracle and non-oracle."""
-    expected = {name: _mean_auc(df[df["parsed"].astype(bool)], "stated")
-                for name, df in [("oracle", oracle), ("non-oracle", moved)]}
-    if any(math.isnan(value) for value in expected.values()):
-        return uncheckable("Exercise 1", "an adapter's decoded readout gives no AUC in this world (too few "
-                                          "parsed answers, or all right or all wrong)")
-    return check("Exercise 1", "decoded_auc", decoded_auc, expected, tol=1e-3,
-                 hint='a dict {"oracle": ..., "non-oracle": ...}: one AUC of `stated` per checkpoint on the '
-                      "parsed rows, then their mean.")
-
-
-def exercise_2(gap_rho, targets: pd.DataFrame) -> None:
-    """The Spearman correlation, over checkpoints, of (greedy accuracy - mean target) with greedy accuracy."""
-    per = targets.groupby("checkpoint")[["correct", "target"]].mean()
-    gap = per["correct"] - per["target"]
-    expected = float(np.corrcoef(gap.rank(), per["correct"].rank())[0, 1])  # Pearson on ranks
-    return check("Exercise 2", "gap_rho", gap_rho, expected, tol=1e-3,
-                 hint="one gap per checkpoint, then a rank (Spearman) correlation with the greedy accuracy.")
+def exercise_1(gap_rho, targets: pd.DataFrame) -> None:
+    """The Spearman correlation, over checkpoints, of (1 - mean target on right greedy answers) with greedy accuracy."""
+    right = targets[targets["correct"].astype(bool)]
+    shortfall = 1 - right.groupby("checkpoint")["target"].sum() / right.groupby("checkpoint").size()
+    accuracy = targets.groupby("checkpoint")["correct"].mean().loc[shortfall.index]
+    expected = float(np.corrcoef(shortfall.rank(), accuracy.rank())[0, 1])  # Pearson on ranks
+    return check("Exercise 1", "gap_rho", gap_rho, expected, tol=1e-3,
+                 hint="one shortfall per checkpoint (1 minus the mean target where `correct`), then a rank "
+                      "(Spearman) correlation with the greedy accuracy.")
 
 
 def _none_for_nan(value):
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def exercise_3(predicted, table: list[str]) -> None:
+def exercise_2(predicted, table: list[str]) -> None:
     """Predictions of `parse_confidence` on seven new texts: four it reads as 0.85, three it rejects."""
     if not isinstance(predicted, Mapping):
-        return check("Exercise 3", "predicted", predicted, {}, hint="a dict from each text to a value or None.")
+        return check("Exercise 2", "predicted", predicted, {}, hint="a dict from each text to a value or None.")
     actual = {text: parse_confidence(text) for text in predicted}
     read_85 = sum(value is not None and abs(value - 0.85) < 1e-9 for value in actual.values())
     fits = len(actual) == 7 and read_85 == 4 and list(actual.values()).count(None) == 3 \
         and not set(actual) & set(table)
     answer = {text: _none_for_nan(value) for text, value in predicted.items()}
-    return check("Exercise 3", "predicted", answer, actual if fits else "four read as 0.85, three rejected",
-                 tol=1e-6, hint="seven texts not in section 3's table: four that parse_confidence reads as "
-                                "0.85 and three it rejects (None); predict each value, then run it.")
+    return check("Exercise 2", "predicted", answer, actual if fits else "four read as 0.85, three rejected",
+                 tol=1e-6, hint="seven texts not in section 1's table (notebook 03.2): four that "
+                                "parse_confidence reads as 0.85 and three it rejects (None); predict each value, "
+                                "then run it.")
+
+
+def exercise_3(decoded_auc, oracle: pd.DataFrame, moved: pd.DataFrame) -> None:
+    """The mean per-checkpoint AUC of the decoded readout (parsed rows only), oracle and non-oracle."""
+    expected = {name: _mean_auc(df[df["parsed"].astype(bool)], "stated")
+                for name, df in [("oracle", oracle), ("non-oracle", moved)]}
+    if any(math.isnan(value) for value in expected.values()):
+        return uncheckable("Exercise 3", "an adapter's decoded readout gives no AUC in this world (too few "
+                                          "parsed answers, or all right or all wrong)")
+    return check("Exercise 3", "decoded_auc", decoded_auc, expected, tol=1e-3,
+                 hint='a dict {"oracle": ..., "non-oracle": ...}: one AUC of `stated` per checkpoint on the '
+                      "parsed rows, then their mean.")
 
 
 def exercise_4(wins_per_seed, oracle_seeds: pd.DataFrame, evaluation: list[str]) -> None:

@@ -1,6 +1,7 @@
-"""The checks of notebook 05's exercises (confidence adapters): each recomputes the answer from the inputs its
-check cell passes and calls `helpers.exercises.check`. Exercise 1's adapters take minutes to train, so its
-check reads the results its solution cached and loads nothing while the answer is None."""
+"""The checks of chapter 05's exercises (confidence adapters): exercise 1 in notebook 05.1, exercise 2 in
+notebook 05.2. Each recomputes the answer from the inputs its check cell passes and calls
+`helpers.exercises.check`. Exercise 1's adapters take minutes to train, so its check reads the results its
+solution cached and loads nothing while the answer is None."""
 from __future__ import annotations
 
 import numpy as np
@@ -35,20 +36,12 @@ def exercise_1(far_contrast_aucs, training: str, evaluation, pairs, min_size: in
                  hint="two numbers, plain then class-balanced, each averaged over the pairs and then the seeds.")
 
 
-def exercise_2(copy_inside_auc, copy: pd.DataFrame, evaluation) -> None:
-    """The copy's AUC inside each evaluation checkpoint, in the order of `evaluation`."""
-    expected = [roc_auc_score(part["correct"], part["confidence"])
-                for part in (copy[copy["checkpoint"] == name] for name in evaluation)]
-    return check("Exercise 2", "copy_inside_auc", copy_inside_auc, expected, tol=1e-3,
-                 hint="one AUC per evaluation checkpoint, on its own rows, in the order of ck.evaluation.")
-
-
-def exercise_3(surrogate_aucs, surrogate: pd.DataFrame, source_right: pd.Series, pairs, min_size: int) -> None:
+def exercise_2(surrogate_aucs, surrogate: pd.DataFrame, source_right: pd.Series, pairs, min_size: int) -> None:
     """The surrogate's plain contrast AUC on the contrast questions the source answers right, then wrong:
     per pair that reaches `min_size`, those questions' normalized pairs, then the mean over pairs."""
     sets = [s for s in (contrast.contrast_set(surrogate, i, j) for i, j in pairs) if len(s) >= min_size]
     if not sets:
-        return uncheckable("Exercise 3", f"no pair reaches the contrast-set size {min_size} in this world")
+        return uncheckable("Exercise 2", f"no pair reaches the contrast-set size {min_size} in this world")
     expected = []
     for known in (1, 0):
         aucs = []
@@ -57,5 +50,5 @@ def exercise_3(surrogate_aucs, surrogate: pd.DataFrame, source_right: pd.Series,
                 q_i, q_j = contrast.normalize_pair(s["confidence_i"].to_numpy(), s["confidence_j"].to_numpy())
                 aucs.append(roc_auc_score(np.r_[s["correct_i"], s["correct_j"]], np.r_[q_i, q_j]))
         expected.append(float(np.mean(aucs)) if aucs else np.nan)
-    return check("Exercise 3", "surrogate_aucs", surrogate_aucs, expected, tol=1e-3,
+    return check("Exercise 2", "surrogate_aucs", surrogate_aucs, expected, tol=1e-3,
                  hint="filter each pair's contrast rows to the questions, then average the pairs' AUCs.")

@@ -1,6 +1,6 @@
-"""The checks of notebook 06's exercises (multi-checkpoint training, transfer, seed spread): each recomputes
-the answer from the inputs its check cell passes and calls `helpers.exercises.check`. They read cached
-results only: exercise 1's adapter is loaded once the learner has trained it (the answer is not None)."""
+"""The checks of chapter 06's exercises (the contrast-set transfer matrix in notebook 06.1, the seed spread in
+notebook 06.2): each recomputes the answer from the inputs its check cell passes and calls
+`helpers.exercises.check`. They read cached results only."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,25 +19,11 @@ def _pair_aucs(scored: pd.DataFrame, i: str, j: str, min_size: int) -> tuple[flo
     return float(np.mean(plain)), float(np.mean(balanced))
 
 
-def exercise_1(auc_two, load, training: list[str], pairs, min_size: int) -> None:
-    """The class-balanced contrast AUC of the adapter trained on the last two training checkpoints.
-    `load` is `pipeline.adapters.seeded_results`, called only once an answer exists (the adapter is then
-    cached: the check never trains it)."""
-    if auc_two is None:
-        return check("Exercise 1", "auc_two", None, 0.0)
-    scored = load("test", None, source=list(training[-2:]))
-    found = [aucs for i, j in pairs if (aucs := _pair_aucs(scored, i, j, min_size)) is not None]
-    if not found:
-        return uncheckable("Exercise 1", f"no pair reaches the contrast-set size {min_size} in this world")
-    return check("Exercise 1", "auc_two", auc_two, np.nanmean([cb for _, cb in found]), tol=1e-3,
-                 hint="the class-balanced column of contrast.contrast_metrics, averaged over the seeds.")
-
-
-def exercise_2(contrast_transfer, scored: dict, chosen: list[str], min_size: int) -> None:
+def exercise_1(contrast_transfer, scored: dict, chosen: list[str], min_size: int) -> None:
     """The mean plain contrast AUC of the forward and of the backward cells: adapter `a` (a key of
     `scored`, whose frame holds its results on the chosen evaluation checkpoints) on each pair of them,
     trained before both checkpoints of the pair (forward) or after both (backward). An adapter trained on
-    one of the pair's checkpoints counts as neither, as section 2 leaves out the diagonal."""
+    one of the pair's checkpoints counts as neither, as notebook 06.1's section 2 leaves out the diagonal."""
     cells = {"forward": [], "backward": []}
     for a, frame in scored.items():
         evaluated = [name for name in chosen if name in set(frame["checkpoint"])]
@@ -48,19 +34,19 @@ def exercise_2(contrast_transfer, scored: dict, chosen: list[str], min_size: int
             elif aucs is not None and chosen.index(a) > chosen.index(j):
                 cells["backward"].append(aucs[0])
     if not all(cells.values()):
-        return uncheckable("Exercise 2", f"too few pairs reach the contrast-set size {min_size} in this world")
+        return uncheckable("Exercise 1", f"too few pairs reach the contrast-set size {min_size} in this world")
     expected = {side: float(np.mean(values)) for side, values in cells.items()}
-    return check("Exercise 2", "contrast_transfer", contrast_transfer, expected, tol=1e-3,
+    return check("Exercise 1", "contrast_transfer", contrast_transfer, expected, tol=1e-3,
                  hint="a dict with keys 'forward' and 'backward'; an adapter trained on one of the pair's "
                       "checkpoints, or between them, counts as neither.")
 
 
-def exercise_3(rho_accuracy, oracle: pd.DataFrame, evaluation: list[str]) -> None:
+def exercise_2(rho_accuracy, oracle: pd.DataFrame, evaluation: list[str]) -> None:
     """The Spearman correlation of the oracle adapters' mean seed spread per checkpoint with the checkpoint's
     test accuracy. `oracle`: the oracle adapters' test results, every seed."""
     wide = oracle.pivot_table(index=["checkpoint", "question_id"], columns="seed", values="confidence")
     spread = wide.std(axis=1).groupby(level="checkpoint").mean().reindex(evaluation)
     accuracy = oracle[oracle["seed"] == oracle["seed"].iloc[0]].groupby("checkpoint")["correct"].mean()
     expected = spread.corr(accuracy.reindex(evaluation), method="spearman")
-    return check("Exercise 3", "rho_accuracy", rho_accuracy, expected, tol=1e-3,
-                 hint="one number; the spread is section 5's oracle column, the accuracy each checkpoint's.")
+    return check("Exercise 2", "rho_accuracy", rho_accuracy, expected, tol=1e-3,
+                 hint="one number; the spread is section 3's oracle column, the accuracy each checkpoint's.")

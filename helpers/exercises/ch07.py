@@ -9,18 +9,18 @@ from helpers.evaluation import findings
 from helpers.exercises import check, uncheckable
 
 def exercise_1(replicated_share, worlds: dict, taught_in: pd.Series) -> None:
-    """Per notebook, the share of its claims whose combined verdict is the same in every world
-    (`findings.replication`); `worlds` maps a world seed to its claims table, `taught_in` a claim to its notebook."""
+    """Per chapter, the share of its claims whose combined verdict is the same in every world
+    (`findings.replication`); `worlds` maps a world seed to its claims table, `taught_in` a claim to its chapter."""
     verdicts = pd.DataFrame({seed: frame["verdict"].reindex(taught_in.index) for seed, frame in worlds.items()})
     replicated = pd.Series([findings.replication(row).startswith("replicated") for row in verdicts.to_numpy()],
                            index=taught_in.index)
     expected = replicated.groupby(taught_in).mean().to_dict()
     answer = replicated_share.to_dict() if isinstance(replicated_share, pd.Series) else replicated_share
-    if isinstance(answer, dict):  # notebook 2 or "02": either names it
+    if isinstance(answer, dict):  # chapter 2 or "02": either names it
         answer = {f"{int(k):02d}" if str(k).isdigit() else k: v for k, v in answer.items()}
     return check("Exercise 1", "replicated_share", answer, expected, tol=0.005,
                  hint="a claim replicates when its combined verdict is the same in every world; group the "
-                      "claims by `taught in` and take each notebook's mean.")
+                      "claims by `taught in` and take each chapter's mean.")
 
 
 def exercise_2(control_one_sign, worlds: dict, claims, chosen=(0, 1, 2)) -> None:

@@ -5,15 +5,13 @@ Each function takes the learner's `student_id` (None: the worked example the ans
 returns that exercise's parameters. The draws are public (a student needs them to solve the exercise);
 the references that check the answers are not (helpers/exercises/chNN.py, left out of the student release).
 
-Used by notebooks 00, 01, 02, 04 and 07's exercises and their checks; tested by tests/test_assignments.py.
+Used by notebooks 00.2, 04.1 and 07's exercises and their checks; tested by tests/test_assignments.py.
 """
 from __future__ import annotations
 
 import hashlib
 
 # The choices of each exercise: the example first, then the draws of student ids.
-THRESHOLDS_02 = [0.8, 0.7, 0.75, 0.85, 0.9, 0.65]
-BINS_01 = [(10, 20), (8, 15), (12, 25), (15, 30), (6, 12), (20, 40), (10, 30), (12, 18)]
 ACCURACIES_04 = [(0.9, 0.6), (0.8, 0.5), (0.85, 0.55), (0.95, 0.65), (0.8, 0.7), (0.9, 0.5), (0.75, 0.6),
                  (0.95, 0.8)]
 WORLDS_07 = [(0, 1, 2), (0, 1), (0, 2), (1, 2)]
@@ -32,23 +30,13 @@ def draw(student_id, exercise: str, choices: list):
 
 
 def checkpoint_pair_00(student_id, checkpoints: list[str]) -> tuple[str, str]:
-    """Notebook 00, exercise 3: two neighbouring checkpoints of `checkpoints` (None: the last two)."""
+    """Notebook 00.2, exercise 2: two neighbouring checkpoints of `checkpoints` (None: the last two)."""
     pairs = list(zip(checkpoints[:-1], checkpoints[1:]))
     return draw(student_id, "00-3", pairs[::-1])
 
 
-def bins_01(student_id) -> tuple[int, int]:
-    """Notebook 01, exercise 2: the (quantile, equal-width) bin counts (None: 10 and 20)."""
-    return draw(student_id, "01-2", BINS_01)
-
-
-def threshold_02(student_id) -> float:
-    """Notebook 02, exercise 1: the string similarity from which two replies count as one answer (None: 0.8)."""
-    return draw(student_id, "02-1", THRESHOLDS_02)
-
-
 def accuracies_04(student_id) -> tuple[float, float]:
-    """Notebook 04, exercise 1: the better and the worse checkpoint's accuracies (None: 0.9 and 0.6)."""
+    """Notebook 04.1, exercise 1: the better and the worse checkpoint's accuracies (None: 0.9 and 0.6)."""
     return draw(student_id, "04-1", ACCURACIES_04)
 
 

@@ -12,8 +12,8 @@ the modules are narrow: editing a method rebuilds what runs it, and what was bui
 - ``adapters``, ``multi_answer``, ``verifier``, ``gcm``, ``baselines``, ``verbalized``, ``feature_variance``:
   the trained methods and baselines
 - ``comparison`` (the results tables), ``claims`` (the findings table), ``chapter03``, ``chapter04``,
-  ``chapter06`` (each notebook's own glue), ``worlds`` (the replication worlds' result files) and ``plan``
-  (what `python -m helpers build` builds, stage by stage)
+  ``chapter06`` (each chapter's own glue, for all of its notebooks), ``worlds`` (the replication worlds'
+  result files) and ``plan`` (what `python -m helpers build` builds, stage by stage)
 """
 from helpers.pipeline import (adapters, answers, baselines, chapter03, chapter04, chapter06, checkpoints,  # noqa: F401
                               claims, comparison, decoded, feature_variance, gcm, multi_answer, p_true, plan,
