@@ -104,6 +104,17 @@ def test_over_and_underconfident_bins_get_the_colours_the_legend_names():
     assert over[0].get_y() + over[0].get_height() == pytest.approx(first["confidence"])
 
 
+def test_the_legend_lists_only_the_gap_directions_the_diagram_draws():
+    """Every bin overconfident (confidence 0.9, accuracy about 0.3): no green strip, so no green key."""
+    rng = np.random.default_rng(1)
+    conf = rng.uniform(0.8, 1.0, size=400)
+    fig, ax = _diagram(conf, rng.uniform(size=400) < 0.3, n_bins=10)
+    assert _bars(ax, "overconfident") and not _bars(ax, "underconfident")
+    labels = [h.get_label().split(":")[0] for h in ax.get_legend().legend_handles]
+    assert "overconfident" in labels and "underconfident" not in labels
+    plt.close(fig)
+
+
 def test_a_bar_always_reaches_its_accuracy_and_the_tick_its_mean_confidence():
     """An underconfident bin's bar is not cut at its mean confidence: the bar is the accuracy in every bin,
     the black tick is the mean confidence, and the strip between them lies inside the bar's width."""
@@ -120,14 +131,6 @@ def test_a_bar_always_reaches_its_accuracy_and_the_tick_its_mean_confidence():
         assert strip.get_y() == pytest.approx(row["confidence"])
         assert strip.get_y() + strip.get_height() == pytest.approx(bar.get_height())
         assert bar.get_x() < strip.get_x() and strip.get_x() + strip.get_width() < bar.get_x() + bar.get_width()
-
-
-def test_legend_names_both_directions_even_when_one_is_absent():
-    conf, correct = _data()  # only overconfident bins
-    fig, ax = _diagram(conf, correct, n_bins=5)
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert any(label.startswith("overconfident") for label in labels)
-    assert any(label.startswith("underconfident") for label in labels)
 
 
 def test_legend_stays_off_the_data():

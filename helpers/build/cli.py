@@ -112,13 +112,16 @@ def _kernel_env() -> dict[str, str]:
 def run_chapter(paths: list[Path], timeout: int = 1800) -> list:
     """Execute a chapter's notebooks one after another in ONE fresh kernel, without saving; returns the
     executed notebooks. For the fast-mode test only: it saves a kernel start and the imports (about 8 s) per
-    notebook after the first. Each notebook still runs on its own in a fresh kernel in `run_notebook`
-    (`make notebooks`, and the output check of tests/test_outputs.py)."""
+    notebook after the first. Between notebooks `%reset -f` empties the namespace (the imported modules stay
+    loaded), so a notebook cannot use a variable an earlier one left. Each notebook still runs on its own in
+    a fresh kernel in `run_notebook` (`make notebooks`, and the output check of tests/test_outputs.py)."""
     nbs = [nbformat.read(path, as_version=4) for path in paths]
     folder = twins.student_path(paths[0]).parent if twins.is_twin(paths[0]) else paths[0].parent
     client = _client(nbs[0], folder, timeout)
     with client.setup_kernel(env=_kernel_env()):
-        for nb in nbs:
+        for number, nb in enumerate(nbs):
+            if number:
+                client.execute_cell(nbformat.v4.new_code_cell("%reset -f"), 0)
             client.nb = nb
             client.reset_execution_trackers()
             for index, cell in enumerate(nb.cells):

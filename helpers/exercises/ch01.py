@@ -10,11 +10,6 @@ from sklearn.metrics import roc_auc_score
 from helpers.evaluation import metrics
 from helpers.exercises import check
 
-def _binned_ece(confidence, correct, n_bins: int, strategy: str = "uniform") -> float:
-    """ECE from the reliability table: the count-weighted mean |gap| of its bins."""
-    table = metrics.reliability_table(confidence, correct, n_bins=n_bins, strategy=strategy)
-    return float((table["count"] * table["gap"].abs()).sum() / table["count"].sum())
-
 
 def _n_moved(confidence, n_bins: int) -> int:
     """How many values lie a tolerance or less below an edge that is not the top: plain flooring puts
@@ -35,11 +30,11 @@ def exercise_1(moved, test_answers: dict[str, pd.DataFrame]) -> None:
 
 
 def exercise_2(binned_scores, rl_answers: pd.DataFrame) -> None:
-    """(5-bin ECE, AUROC) of the RL test confidences replaced by their 5-bin bin's accuracy."""
+    """(AUROC, Brier) of the RL test confidences replaced by their 5-bin bin's accuracy."""
     correct = rl_answers["correct"].astype(float)
     bins = metrics.bin_indices(rl_answers["confidence"], 5)
     binned = correct.groupby(bins).transform("mean")
-    expected = [_binned_ece(binned, correct, 5), roc_auc_score(correct, binned)]
+    expected = [roc_auc_score(correct, binned), float(((binned - correct) ** 2).mean())]
     return check("Exercise 2", "binned_scores", binned_scores, expected, tol=1e-3,
-                 hint="(ECE, AUROC) of the binned confidences, in that order, both scored against "
+                 hint="(AUROC, Brier) of the binned confidences, in that order, both scored against "
                       "the RL model's correctness.")

@@ -110,16 +110,18 @@ def _gap_styles() -> dict:
             "underconfident": dict(facecolor=palette.UNDERCONFIDENT, edgecolor="white")}
 
 
-def legend_handles(band: bool = False, ncols: int = 3, color=None, small: bool = True) -> list:
-    """The legend entries of a reliability diagram, both gap directions even when one is absent (every diagram
-    keeps one key), ordered for a legend of `ncols` (2 or 3) columns so that over- and underconfidence sit next
-    to each other; the hatched small bin only where `small` (`has_small_bins`). Used in notebooks 01-06.
+def legend_handles(band: bool = False, ncols: int = 3, color=None, small: bool = True,
+                   gaps: tuple[str, ...] = ("overconfident", "underconfident")) -> list:
+    """The legend entries of a reliability diagram, ordered for a legend of `ncols` (2 or 3) columns so that
+    over- and underconfidence sit next to each other: only the gap directions in `gaps` (`gap_kinds`: those
+    drawn; readers took a listed colour that no bar shows for one they had missed) and the hatched small bin
+    only where `small` (`has_small_bins`). Used in notebooks 01-06.
     """
     perfect = Line2D([], [], ls="--", color="grey", lw=1, label="perfect calibration")
     color = color or palette.ACCURACY
     accuracy = Patch(facecolor=color, label="accuracy per bin (bar height)")
     confidence = Line2D([], [], color=palette.MEAN_CONFIDENCE, lw=2, label="mean confidence per bin")
-    over, under = [Patch(**style, lw=0.8, label=f"{kind}: {what}")
+    over, under = [[Patch(**style, lw=0.8, label=f"{kind}: {what}")] if kind in gaps else []
                    for (kind, style), what in zip(_gap_styles().items(), ["mean confidence above accuracy",
                                                                         "mean confidence below accuracy"])]
     count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
@@ -129,15 +131,31 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None, small: bool =
                       label=f"95% bootstrap interval of accuracy (bins of {MIN_INTERVAL_COUNT}+ answers)")
     # A legend fills its columns one after the other: list column by column.
     if ncols == 2:
-        columns = [[perfect, accuracy, confidence] + ([interval] if band else []), [over, under, count] + hatched]
+        columns = [[perfect, accuracy, confidence] + ([interval] if band else []), over + under + [count] + hatched]
     else:
-        columns = [[perfect, over] + hatched, [accuracy, under], [confidence, count] + ([interval] if band else [])]
+        columns = [[perfect] + over + hatched, [accuracy] + under, [confidence, count] + ([interval] if band else [])]
     return [handle for column in columns for handle in column]
 
 
 def has_small_bins(*axes) -> bool:
     """Whether any of these reliability diagrams hatched a bin (fewer than `MIN_INTERVAL_COUNT` answers)."""
     return any(patch.get_hatch() for ax in axes for patch in ax.patches)
+
+
+VISIBLE_GAP = 0.005  # a strip lower than this (about a pixel in the series' figures) cannot be seen
+
+
+def gap_kinds(*axes) -> tuple[str, ...]:
+    """The gap directions ("overconfident", "underconfident") that these reliability diagrams drew a visible
+    strip for (at least `VISIBLE_GAP` tall)."""
+    drawn = {c.get_label() for ax in axes for c in ax.containers
+             if any(p.get_height() >= VISIBLE_GAP for p in getattr(c, "patches", ()))}
+    return tuple(kind for kind in _gap_styles() if kind in drawn)
+
+
+def legend_for(*axes, band: bool = False, ncols: int = 3, color=None) -> list:
+    """`legend_handles` for these drawn reliability diagrams: the gap directions and the hatching they show."""
+    return legend_handles(band, ncols, color, small=has_small_bins(*axes), gaps=gap_kinds(*axes))
 
 
 def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str = "uniform", title=None, color=None,
@@ -195,7 +213,7 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     label = binning_label(n_bins, strategy, n_formed=len(table) if strategy == "quantile" else None)
     ax.set_title(f"{title}\nECE {ece:.3f} ({label})" if title else f"ECE {ece:.3f} ({label})")
     if legend:
-        ax.legend(handles=legend_handles(band, ncols=2, color=color, small=has_small_bins(ax)), loc="upper center",
+        ax.legend(handles=legend_for(ax, band=band, ncols=2, color=color), loc="upper center",
                   bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
     return ax
 
@@ -220,7 +238,7 @@ def side_by_side(results: dict, n_bins: int = 5, strategy: str = "uniform", supt
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     ncols = 3 if k > 1 else 2
-    fig.legend(handles=legend_handles(band, ncols, small=has_small_bins(*axes[0])), loc="outside lower center",
+    fig.legend(handles=legend_for(*axes[0], band=band, ncols=ncols), loc="outside lower center",
                ncols=ncols, fontsize="x-small", frameon=False)
     if suptitle:
         fig.suptitle(suptitle)
