@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.build.twins import label
+
 ROOT = Path(__file__).resolve().parents[1]
 LEARNER = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 MAIN_PATH_WORDS = 2_600  # "at most about 2,500"
@@ -29,13 +31,6 @@ CELL_WORDS = 260  # "no cell over about 250 words"
 CODE_LINES = 15
 LINE_CHARS = 100
 _TAG = re.compile(r"</?[A-Za-z][^>]*>")
-
-
-def label(path: Path) -> str:
-    """A notebook's label in the guide and the schedule: "02.1" for `02_1_….ipynb` (a chapter's first
-    part), "07" for `07_….ipynb` (a chapter in one notebook)."""
-    chapter, part = re.match(r"(\d\d)_(?:(\d)_)?", path.name).groups()
-    return f"{chapter}.{part}" if part else chapter
 
 
 def words(markdown: str) -> int:

@@ -13,11 +13,12 @@ import argparse
 import ast
 import importlib
 import json
-import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 from types import ModuleType
+
+from helpers.build.twins import label
 
 ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "docs" / "api.md"
@@ -83,12 +84,6 @@ def used_names(path: Path) -> set[str]:
                 if target and target[1] is not None and not target[1].startswith("_"):
                     found.add(f"{target[0]}.{target[1]}")
     return found
-
-
-def label(path: Path) -> str:
-    """The notebook's label: "02.1" for `02_1_….ipynb` (a chapter's first notebook), "07" for `07_….ipynb`."""
-    chapter, part = re.match(r"(\d\d)_(?:(\d)_)?", path.name).groups()
-    return f"{chapter}.{part}" if part else chapter
 
 
 def index() -> str:

@@ -32,6 +32,13 @@ LINK_TEXT = ("**Solutions:** [{target}]({target}), this notebook with the soluti
              "output. Open it after trying the exercises.")
 
 
+def label(path: Path) -> str:
+    """A notebook's label in the guide, the schedule and the API index: "02.1" for `02_1_….ipynb` (a
+    chapter's first notebook), "07" for `07_….ipynb` (a chapter in one notebook)."""
+    chapter, part = re.match(r"(\d\d)_(?:(\d)_)?", Path(path).name).groups()
+    return f"{chapter}.{part}" if part else chapter
+
+
 def is_solution(cell) -> bool:
     return TAG in cell.get("metadata", {}).get("tags", [])
 

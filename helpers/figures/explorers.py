@@ -180,7 +180,7 @@ def reliability_view(frames: dict, checkpoint: str, method: str, n_bins: int = 1
     plots.reliability_diagram(ax, rows["confidence"], rows["correct"], n_bins=n_bins, strategy=strategy,
                               title=f"{method}, {where} ({len(rows):,} answers)", band=band, legend=False)
     # A figure legend: an axes legend wider than its axes would make constrained layout narrow the axes.
-    fig.legend(handles=plots.legend_for(ax, band=band, ncols=2), loc="outside lower center",
+    fig.legend(handles=plots.legend_handles(ax, band=band, ncols=2), loc="outside lower center",
                ncols=2, fontsize="x-small",
                frameon=False)
     return fig
@@ -277,7 +277,7 @@ def contrast_view(frame: pd.DataFrame, ckpt_i: str, ckpt_j: str, checkpoints=Non
     points = [Line2D([], [], ls="", marker=KIND_STYLES[kind]["marker"], color=KIND_COLORS[kind],
                      label=f"{kind}: {right[kind]} right ({above[kind][0]:,} of {above[kind][1]:,} above the diagonal)")
               for kind in KIND_COLORS]
-    fig.legend(handles=points + plots.legend_for(raw, normalized),
+    fig.legend(handles=points + plots.legend_handles(raw, normalized),
                loc="outside lower center", ncols=4, fontsize="x-small",
                frameon=False)
     fig.suptitle(f"{ckpt_i} → {ckpt_j}: {kinds.get('improvement', 0):,} improvements (wrong at i, right at j), "
@@ -338,7 +338,7 @@ def beams_view(beams: pd.DataFrame, questions: pd.DataFrame, checkpoint: str, k:
     diagram, histogram = fig.subplots(1, 2)
     plots.reliability_diagram(diagram, result["confidence"], result["correct"], n_bins=n_bins, title="reliability",
                               legend=False)
-    fig.legend(handles=plots.legend_for(diagram), loc="outside lower center", ncols=3,
+    fig.legend(handles=plots.legend_handles(diagram), loc="outside lower center", ncols=3,
                fontsize="x-small", frameon=False)
     plots.confidence_histogram(histogram, result["confidence"], result["correct"])
     correct = result["correct"].to_numpy()

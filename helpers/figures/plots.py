@@ -110,13 +110,30 @@ def _gap_styles() -> dict:
             "underconfident": dict(facecolor=palette.UNDERCONFIDENT, edgecolor="white")}
 
 
-def legend_handles(band: bool = False, ncols: int = 3, color=None, small: bool = True,
-                   gaps: tuple[str, ...] = ("overconfident", "underconfident")) -> list:
-    """The legend entries of a reliability diagram, ordered for a legend of `ncols` (2 or 3) columns so that
-    over- and underconfidence sit next to each other: only the gap directions in `gaps` (`gap_kinds`: those
-    drawn; readers took a listed colour that no bar shows for one they had missed) and the hatched small bin
-    only where `small` (`has_small_bins`). Used in notebooks 01-06.
+def has_small_bins(*axes) -> bool:
+    """Whether any of these reliability diagrams hatched a bin (fewer than `MIN_INTERVAL_COUNT` answers)."""
+    return any(patch.get_hatch() for ax in axes for patch in ax.patches)
+
+
+VISIBLE_GAP = 0.005  # a strip lower than this (about a pixel in the series' figures) cannot be seen
+
+
+def gap_kinds(*axes) -> tuple[str, ...]:
+    """The gap directions ("overconfident", "underconfident") that these reliability diagrams drew a visible
+    strip for (at least `VISIBLE_GAP` tall)."""
+    drawn = {c.get_label() for ax in axes for c in ax.containers
+             if any(p.get_height() >= VISIBLE_GAP for p in getattr(c, "patches", ()))}
+    return tuple(kind for kind in _gap_styles() if kind in drawn)
+
+
+def legend_handles(*axes, band: bool = False, ncols: int = 3, color=None) -> list:
+    """The legend entries of the reliability diagrams drawn in `axes`, ordered for a legend of `ncols` (2 or 3)
+    columns so that over- and underconfidence sit next to each other: only the gap directions they draw
+    (`gap_kinds`; readers took a listed colour that no bar shows for one they had missed), and the hatched
+    small bin only where one is hatched (`has_small_bins`). Used by `reliability_diagram`, `side_by_side` and
+    the explorers.
     """
+    gaps, small = gap_kinds(*axes), has_small_bins(*axes)
     perfect = Line2D([], [], ls="--", color="grey", lw=1, label="perfect calibration")
     color = color or palette.ACCURACY
     accuracy = Patch(facecolor=color, label="accuracy per bin (bar height)")
@@ -135,27 +152,6 @@ def legend_handles(band: bool = False, ncols: int = 3, color=None, small: bool =
     else:
         columns = [[perfect] + over + hatched, [accuracy] + under, [confidence, count] + ([interval] if band else [])]
     return [handle for column in columns for handle in column]
-
-
-def has_small_bins(*axes) -> bool:
-    """Whether any of these reliability diagrams hatched a bin (fewer than `MIN_INTERVAL_COUNT` answers)."""
-    return any(patch.get_hatch() for ax in axes for patch in ax.patches)
-
-
-VISIBLE_GAP = 0.005  # a strip lower than this (about a pixel in the series' figures) cannot be seen
-
-
-def gap_kinds(*axes) -> tuple[str, ...]:
-    """The gap directions ("overconfident", "underconfident") that these reliability diagrams drew a visible
-    strip for (at least `VISIBLE_GAP` tall)."""
-    drawn = {c.get_label() for ax in axes for c in ax.containers
-             if any(p.get_height() >= VISIBLE_GAP for p in getattr(c, "patches", ()))}
-    return tuple(kind for kind in _gap_styles() if kind in drawn)
-
-
-def legend_for(*axes, band: bool = False, ncols: int = 3, color=None) -> list:
-    """`legend_handles` for these drawn reliability diagrams: the gap directions and the hatching they show."""
-    return legend_handles(band, ncols, color, small=has_small_bins(*axes), gaps=gap_kinds(*axes))
 
 
 def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str = "uniform", title=None, color=None,
@@ -213,7 +209,7 @@ def reliability_diagram(ax, confidence, correct, n_bins: int = 5, strategy: str 
     label = binning_label(n_bins, strategy, n_formed=len(table) if strategy == "quantile" else None)
     ax.set_title(f"{title}\nECE {ece:.3f} ({label})" if title else f"ECE {ece:.3f} ({label})")
     if legend:
-        ax.legend(handles=legend_for(ax, band=band, ncols=2, color=color), loc="upper center",
+        ax.legend(handles=legend_handles(ax, band=band, ncols=2, color=color), loc="upper center",
                   bbox_to_anchor=(0.5, -0.2), ncols=2, fontsize="x-small", frameon=False)
     return ax
 
@@ -238,7 +234,7 @@ def side_by_side(results: dict, n_bins: int = 5, strategy: str = "uniform", supt
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     ncols = 3 if k > 1 else 2
-    fig.legend(handles=legend_for(*axes[0], band=band, ncols=ncols), loc="outside lower center",
+    fig.legend(handles=legend_handles(*axes[0], band=band, ncols=ncols), loc="outside lower center",
                ncols=ncols, fontsize="x-small", frameon=False)
     if suptitle:
         fig.suptitle(suptitle)
