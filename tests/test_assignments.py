@@ -57,6 +57,16 @@ def test_graded_runs_a_check_silently_and_says_whether_it_is_right(capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_an_unanswered_exercise_earns_no_point_even_where_the_world_cannot_check_it():
+    """The hidden test as the master notebook writes it: a world without the chosen seeds makes the check
+    say it cannot check (which counts as right for an answer), but a blank answer still gets nothing."""
+    check = "from helpers.exercises import ch07\nch07.exercise_2(control_one_sign, worlds, ['a'], (0, 1))"
+    hidden = assignments.HIDDEN.format(chapter="07", variable="control_one_sign", check=check)
+    worlds = {0: pd.DataFrame({"control: difference": [0.1]}, index=["a"])}  # world 1 is missing
+    assert not eval(hidden.splitlines()[-1], {"control_one_sign": None, "worlds": worlds, "graded": graded})
+    assert eval(hidden.splitlines()[-1], {"control_one_sign": 3, "worlds": worlds, "graded": graded})
+
+
 def _pair_00(student_id):
     return variants.checkpoint_pair_00(student_id, ["step-01", "step-02", "step-03", "step-04", "step-05"])
 

@@ -9,9 +9,10 @@ for sixty students than the course itself.
 
 Each exercise becomes one question worth one point: the learner's code cell (the answer cell's comment and
 ``variable = None``, then the solution, which the student version leaves out), a public test worth nothing
-(the variable is filled in) and a hidden test worth the point: the exercise's check cell, run silently by
-`helpers.exercises.graded`, must say *right*. Worded answers are left to the instructor's rubric
-(docs/instructors/rubric.md). The lesson's cells before the exercises are kept with their outputs.
+(the variable is filled in) and a hidden test worth the point: the variable is filled in and the exercise's
+check cell, run silently by `helpers.exercises.graded`, says *right* (or that this world cannot check it; an
+unanswered exercise never earns the point, even where the check cannot run). Worded answers are left to the
+instructor's rubric (docs/instructors/rubric.md). The lesson's cells before the exercises are kept with their outputs.
 
 Used by ``python -m helpers assignments`` (`make assignments`); tested by tests/test_assignments.py.
 """
@@ -29,7 +30,7 @@ from helpers.build import twins
 QUESTION = "# BEGIN QUESTION\nname: {name}\npoints: 1"
 PUBLIC = '""" # BEGIN TEST CONFIG\npoints: 0\n""" # END TEST CONFIG\n{variable} is not None'
 HIDDEN = ('""" # BEGIN TEST CONFIG\npoints: 1\nhidden: true\n""" # END TEST CONFIG\n'
-          "from helpers.exercises import graded, ch{chapter}\ngraded({check!r}, globals())")
+          "from helpers.exercises import graded, ch{chapter}\n{variable} is not None and graded({check!r}, globals())")
 CONFIG = """# ASSIGNMENT CONFIG
 name: {name}
 init_cell: true
@@ -103,7 +104,8 @@ def master_notebook(twin_nb, name: str):
             pending[0].source += "# END SOLUTION"
             public = nbformat.v4.new_code_cell(PUBLIC.format(variable=pending[1]))
             public.outputs = [_result("True")]
-            hidden = nbformat.v4.new_code_cell(HIDDEN.format(chapter=name[:2], check=cell.source.strip()))
+            hidden = nbformat.v4.new_code_cell(HIDDEN.format(chapter=name[:2], variable=pending[1],
+                                                               check=cell.source.strip()))
             hidden.outputs = [_result("True")]
             cells += [_raw("# BEGIN TESTS"), public, hidden, _raw("# END TESTS"), _raw("# END QUESTION")]
             pending = None

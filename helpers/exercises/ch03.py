@@ -2,6 +2,7 @@
 the answer from the inputs its check cell passes and calls `helpers.exercises.check`."""
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 
@@ -11,6 +12,7 @@ import pandas as pd
 from helpers.confidence.verbalized_text import parse_confidence
 from helpers.evaluation import metrics
 from helpers.exercises import check, uncheckable
+from helpers.world import lora
 
 
 def _checkpoints(df: pd.DataFrame):
@@ -35,38 +37,51 @@ def exercise_1(gap_rho, targets: pd.DataFrame) -> None:
                       "(Spearman) correlation with the greedy accuracy.")
 
 
+ATTENTION = r".*\.attn\.(c_attn|c_proj)$"  # exercise 2's adapted modules: the attention layers only
+
+
+def exercise_2(n_attention_rank8, model) -> None:
+    """The LoRA parameters (A and B) of a rank-8 adapter on the attention layers only, counted by peft."""
+    config = lora.build_config(8, 16, ATTENTION)  # alpha does not change the count
+    wrapped = lora.wrap(copy.deepcopy(model), config)
+    expected = sum(p.numel() for p in wrapped.parameters() if p.requires_grad)
+    return check("Exercise 2", "n_attention_rank8", n_attention_rank8, expected, tol=0,
+                 hint="for each adapted Conv1D weight of shape (d_in, d_out), A holds r x d_in numbers "
+                      "and B d_out x r; sum them over the attention layers' c_attn and c_proj.")
+
+
 def _none_for_nan(value):
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
-def exercise_2(predicted, table: list[str]) -> None:
+def exercise_3(predicted, table: list[str]) -> None:
     """Predictions of `parse_confidence` on seven new texts: four it reads as 0.85, three it rejects."""
     if not isinstance(predicted, Mapping):
-        return check("Exercise 2", "predicted", predicted, {}, hint="a dict from each text to a value or None.")
+        return check("Exercise 3", "predicted", predicted, {}, hint="a dict from each text to a value or None.")
     actual = {text: parse_confidence(text) for text in predicted}
     read_85 = sum(value is not None and abs(value - 0.85) < 1e-9 for value in actual.values())
     fits = len(actual) == 7 and read_85 == 4 and list(actual.values()).count(None) == 3 \
         and not set(actual) & set(table)
     answer = {text: _none_for_nan(value) for text, value in predicted.items()}
-    return check("Exercise 2", "predicted", answer, actual if fits else "four read as 0.85, three rejected",
+    return check("Exercise 3", "predicted", answer, actual if fits else "four read as 0.85, three rejected",
                  tol=1e-6, hint="seven texts not in section 1's table (notebook 03.2): four that "
                                 "parse_confidence reads as 0.85 and three it rejects (None); predict each value, "
                                 "then run it.")
 
 
-def exercise_3(decoded_auc, oracle: pd.DataFrame, moved: pd.DataFrame) -> None:
+def exercise_4(decoded_auc, oracle: pd.DataFrame, moved: pd.DataFrame) -> None:
     """The mean per-checkpoint AUC of the decoded readout (parsed rows only), oracle and non-oracle."""
     expected = {name: _mean_auc(df[df["parsed"].astype(bool)], "stated")
                 for name, df in [("oracle", oracle), ("non-oracle", moved)]}
     if any(math.isnan(value) for value in expected.values()):
-        return uncheckable("Exercise 3", "an adapter's decoded readout gives no AUC in this world (too few "
+        return uncheckable("Exercise 4", "an adapter's decoded readout gives no AUC in this world (too few "
                                           "parsed answers, or all right or all wrong)")
-    return check("Exercise 3", "decoded_auc", decoded_auc, expected, tol=1e-3,
+    return check("Exercise 4", "decoded_auc", decoded_auc, expected, tol=1e-3,
                  hint='a dict {"oracle": ..., "non-oracle": ...}: one AUC of `stated` per checkpoint on the '
                       "parsed rows, then their mean.")
 
 
-def exercise_4(wins_per_seed, oracle_seeds: pd.DataFrame, evaluation: list[str]) -> None:
+def exercise_5(wins_per_seed, oracle_seeds: pd.DataFrame, evaluation: list[str]) -> None:
     """Per seed, the evaluation checkpoints where the oracle's expected readout has a higher AUC than token
     probability's."""
     rows = oracle_seeds[oracle_seeds["checkpoint"].isin(evaluation)]
@@ -74,5 +89,5 @@ def exercise_4(wins_per_seed, oracle_seeds: pd.DataFrame, evaluation: list[str])
                           > metrics.auroc(part["token_probability"], part["correct"])
                           for part in _checkpoints(frame))
                 for seed, frame in rows.groupby("seed")}
-    return check("Exercise 4", "wins_per_seed", wins_per_seed, expected, tol=0,
+    return check("Exercise 5", "wins_per_seed", wins_per_seed, expected, tol=0,
                  hint="a dict from seed to a count of checkpoints; compare AUCs within each checkpoint.")
