@@ -3,10 +3,14 @@ thresholds, the others on the fast world as it is): its answer twin (notebooks/s
 whole notebook; the learner's copy is the twin without the solution cells, checked by tests/test_twins.py
 instead of being run a second time. A chapter's notebooks (00.1 and 00.2, ...) run one after another in one
 fresh kernel (`run_chapter`): a kernel start and the imports, about 8 s, once per chapter instead of once per
-notebook. That each notebook also runs on its own, in a fresh kernel, is checked in full mode by
-tests/test_outputs.py."""
+notebook. That each notebook also runs on its own: `make notebooks` runs each alone in a fresh kernel, the
+output check (tests/test_outputs.py) compares a chapter kernel's outputs with those, and
+`test_no_notebook_uses_a_name_it_does_not_define` finds a name left by another notebook without running."""
 import os
+import subprocess
+import sys
 
+import nbformat
 import pytest
 
 from helpers.build.cli import notebook_paths, run_chapter
@@ -23,6 +27,24 @@ CHAPTERS = {chapter: [p for p in NOTEBOOKS if p.name[:2] == chapter]
             for chapter in sorted({p.name[:2] for p in NOTEBOOKS})}
 CONTRAST_CHAPTERS = [c for c in CHAPTERS if c in ("00", "04", "05", "06", "07")]
 OTHER_CHAPTERS = [c for c in CHAPTERS if c not in CONTRAST_CHAPTERS]
+
+
+def test_no_notebook_uses_a_name_it_does_not_define(tmp_path):
+    """Each notebook runs on its own in a fresh kernel, so none may use a variable that only an earlier
+    notebook defines: ruff's undefined-name rule (F821), which reads a notebook's cells as one module. The
+    rule is shown to fire on a probe that uses a name from elsewhere."""
+    probe = tmp_path / "probe.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                                   nbformat.v4.new_code_cell("print(x, left_by_02_1)")]), probe)
+    learner = [p for p in NOTEBOOKS[0].parents[1].glob("*.ipynb")]
+    found = {}
+    for paths in ([probe], [*NOTEBOOKS, *learner]):
+        done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select",
+                               "F821", "--output-format", "concise", *map(str, paths)],
+                              capture_output=True, text=True)
+        found[len(paths)] = done.stdout
+    assert "left_by_02_1" in found[1]
+    assert "F821" not in found[len(NOTEBOOKS) + len(learner)], found[len(NOTEBOOKS) + len(learner)]
 
 
 def test_every_notebook_belongs_to_a_chapter_that_runs():

@@ -1,9 +1,11 @@
 """The committed outputs are what the code produces: every notebook, executed in full mode against the
 shipped world, prints exactly the text its committed copy shows.
 
-The shipped world (data/world/) is unpacked into a temporary cache, each notebook runs in a fresh
-kernel, and the text of every output (streams, `text/plain`, `text/html`, errors) is compared cell by
-cell with the committed notebook. The comparison rule (also in docs/platforms.md):
+The shipped world (data/world/) is unpacked into a temporary cache, each chapter's notebooks run one after
+another in one fresh kernel (`run_chapter`: `%reset -f` between them; a kernel start and about 8 s of
+imports once per chapter instead of once per notebook), and the text of every output (streams,
+`text/plain`, `text/html`, errors) is compared cell by cell with the committed notebook. The comparison
+rule (also in docs/platforms.md):
 
 - consecutive pieces of one stream are joined (the kernel splits them at random flushes), ANSI colour
   codes are removed and memory addresses masked;
@@ -22,20 +24,27 @@ notebooks`). Images are not compared byte for byte; their number per cell is.
 
 Where a chapter has an answer twin (notebooks/solutions/), the twin is the notebook executed and compared
 (`notebook_paths`); its learner's copy holds the same outputs minus the solutions (tests/test_twins.py).
+
+That each notebook runs on its own: `make notebooks` executes every notebook alone in a fresh kernel, so the
+committed outputs are a fresh kernel's. A notebook that leaned on what an earlier one of its chapter left
+would either name a variable that `%reset -f` removed (a NameError here, and ruff's undefined-name rule in
+tests/test_notebooks.py finds it without running anything) or print other text than its committed, fresh
+kernel's outputs (a failure here).
 """
 from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from helpers.cache import shipped
-from helpers.build.cli import join_streams, notebook_paths, run_notebook
+from helpers.build.cli import join_streams, notebook_paths, run_chapter
 
 NOTEBOOKS = notebook_paths()
+CHAPTERS = {chapter: [p for p in NOTEBOOKS if p.name[:2] == chapter]
+            for chapter in sorted({p.name[:2] for p in NOTEBOOKS})}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 _ENVIRONMENT = re.compile(r"^((?:stdout: )?)(?:python \d+\.\d+\.\d+\S*, torch .*|CPU kernels: .*)\n?", re.MULTILINE)
@@ -120,18 +129,17 @@ def shipped_cache(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_committed_outputs_are_what_the_code_prints(path: Path, shipped_cache):
-    committed = nbformat.read(path, as_version=4)
-    executed = run_notebook(path, inplace=False, timeout=900, keep=True)
-    want, got = cell_outputs(committed), cell_outputs(executed)
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_committed_outputs_are_what_the_code_prints(chapter: str, shipped_cache):
     exact = same_environment()
-    assert len(want) == len(got)
-    for i, (w, g) in enumerate(zip(want, got)):
-        assert outputs_agree(w, g, exact), (
-            f"{path.parent.name}/{path.name}, code cell {i + 1}: the output differs from the committed one "
-            f"({'exactly' if exact else 'beyond one unit of a last digit, under other versions'}); "
-            "rerun `make notebooks`")
+    for path, executed in zip(CHAPTERS[chapter], run_chapter(CHAPTERS[chapter], timeout=900)):
+        want, got = cell_outputs(nbformat.read(path, as_version=4)), cell_outputs(executed)
+        assert len(want) == len(got)
+        for i, (w, g) in enumerate(zip(want, got)):
+            assert outputs_agree(w, g, exact), (
+                f"{path.parent.name}/{path.name}, code cell {i + 1}: the output differs from the committed one "
+                f"({'exactly' if exact else 'beyond one unit of a last digit, under other versions'}); "
+                "rerun `make notebooks`")
 
 
 def test_the_comparison_rule():

@@ -111,10 +111,13 @@ def _kernel_env() -> dict[str, str]:
 
 def run_chapter(paths: list[Path], timeout: int = 1800) -> list:
     """Execute a chapter's notebooks one after another in ONE fresh kernel, without saving; returns the
-    executed notebooks. For the fast-mode test only: it saves a kernel start and the imports (about 8 s) per
-    notebook after the first. Between notebooks `%reset -f` empties the namespace (the imported modules stay
-    loaded), so a notebook cannot use a variable an earlier one left. Each notebook still runs on its own in
-    a fresh kernel in `run_notebook` (`make notebooks`, and the output check of tests/test_outputs.py)."""
+    executed notebooks (streams joined and widgets stripped, as `run_notebook` saves them). For the tests
+    only: it saves a kernel start and the imports (about 8 s) per notebook after the first. Between
+    notebooks `%reset -f` empties the namespace (the imported modules stay loaded), so a notebook cannot use
+    a variable an earlier one left; that none names one is also checked statically (ruff's undefined-name
+    rule, tests/test_notebooks.py). `make notebooks` runs each notebook alone in a fresh kernel
+    (`run_notebook`), so the committed outputs are a fresh kernel's, and the output check
+    (tests/test_outputs.py) compares a chapter kernel's outputs with them."""
     nbs = [nbformat.read(path, as_version=4) for path in paths]
     folder = twins.student_path(paths[0]).parent if twins.is_twin(paths[0]) else paths[0].parent
     client = _client(nbs[0], folder, timeout)
@@ -126,6 +129,8 @@ def run_chapter(paths: list[Path], timeout: int = 1800) -> list:
             client.reset_execution_trackers()
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
+            join_streams(nb)
+            explorers.strip_widgets(nb)
     return nbs
 
 
