@@ -12,8 +12,12 @@ from helpers.pipeline import worlds
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    monkeypatch.delenv("HELPERS_OVERRIDES", raising=False)
-    monkeypatch.delenv("HELPERS_CACHE", raising=False)
+    """No world-seed override or named cache while a test runs, and none left after it: `use_seed` writes
+    os.environ itself, and `delenv` of an unset variable records nothing to undo, so each is set first (a
+    seed leaked into this worker's later tests once: the kernels they started trained world 2's cache)."""
+    for name in ("HELPERS_OVERRIDES", "HELPERS_CACHE"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     yield
     config.reset()
 

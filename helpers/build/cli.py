@@ -123,8 +123,10 @@ def run_chapter(paths: list[Path], timeout: int = 1800) -> list:
     client = _client(nbs[0], folder, timeout)
     with client.setup_kernel(env=_kernel_env()):
         for number, nb in enumerate(nbs):
-            if number:
-                client.execute_cell(nbformat.v4.new_code_cell("%reset -f"), 0)
+            if number:  # in a notebook of its own, so that no executed notebook holds the reset
+                reset = nbformat.v4.new_code_cell("%reset -f")
+                client.nb = nbformat.v4.new_notebook(cells=[reset])
+                client.execute_cell(reset, 0)
             client.nb = nb
             client.reset_execution_trackers()
             for index, cell in enumerate(nb.cells):
