@@ -13,7 +13,7 @@ import sys
 import nbformat
 import pytest
 
-from helpers.build.cli import notebook_paths, run_chapter
+from helpers.build.cli import chapters, notebook_paths, run_chapter
 
 NOTEBOOKS = notebook_paths()
 
@@ -23,8 +23,7 @@ def test_there_are_notebooks():
 
 
 POOR_WORLD = '{"contrast": {"min_size": 100000, "min_size_transfer": 100000}}'
-CHAPTERS = {chapter: [p for p in NOTEBOOKS if p.name[:2] == chapter]
-            for chapter in sorted({p.name[:2] for p in NOTEBOOKS})}
+CHAPTERS = chapters()
 CONTRAST_CHAPTERS = [c for c in CHAPTERS if c in ("00", "04", "05", "06", "07")]
 OTHER_CHAPTERS = [c for c in CHAPTERS if c not in CONTRAST_CHAPTERS]
 

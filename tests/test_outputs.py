@@ -40,11 +40,9 @@ import nbformat
 import pytest
 
 from helpers.cache import shipped
-from helpers.build.cli import join_streams, notebook_paths, run_chapter
+from helpers.build.cli import chapters, join_streams, run_chapter
 
-NOTEBOOKS = notebook_paths()
-CHAPTERS = {chapter: [p for p in NOTEBOOKS if p.name[:2] == chapter]
-            for chapter in sorted({p.name[:2] for p in NOTEBOOKS})}
+CHAPTERS = chapters()
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 _ENVIRONMENT = re.compile(r"^((?:stdout: )?)(?:python \d+\.\d+\.\d+\S*, torch .*|CPU kernels: .*)\n?", re.MULTILINE)

@@ -80,6 +80,13 @@ def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
     return [found[name] for name in sorted(found)]
 
 
+def chapters(pattern: str = "*.ipynb") -> dict[str, list[Path]]:
+    """`notebook_paths` grouped by chapter (the file name's first two characters), chapters in order: the
+    unit that the fast-mode and output tests run in one kernel."""
+    paths = notebook_paths(pattern)
+    return {chapter: [p for p in paths if p.name[:2] == chapter] for chapter in sorted({p.name[:2] for p in paths})}
+
+
 def join_streams(nb) -> None:
     """Join each cell's consecutive pieces of one stream: the kernel splits them at random flushes,
     so a rerun that prints the same text writes the same file."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from helpers.evaluation import metrics
-from helpers.exercises import check
+from helpers.evaluation import contrast
+from helpers.exercises import check, uncheckable
 
 
 def exercise_1(better_share, accuracy_better: float = 0.9, accuracy_worse: float = 0.6) -> None:
@@ -16,11 +16,15 @@ def exercise_1(better_share, accuracy_better: float = 0.9, accuracy_worse: float
                  hint="condition on exactly one of the two checkpoints being right.")
 
 
-def exercise_2(static_full_auc, greedy: pd.DataFrame, evaluation: list[str]) -> None:
-    """The full-set AUC of a confidence of 0.95 where the last evaluation checkpoint is right, else 0.05."""
-    last = greedy[greedy["checkpoint"] == evaluation[-1]].set_index("question_id")["correct"]
-    static = greedy.assign(confidence=greedy["question_id"].map(last.astype(float) * 0.9 + 0.05))
-    expected = metrics.full_set_metrics(static, evaluation)["auc"]
-    return check("Exercise 2", "static_full_auc", static_full_auc, expected, tol=1e-3,
-                 hint="give every row the last checkpoint's correctness on its question, then "
-                      "metrics.full_set_metrics.")
+def exercise_2(sc_fitted_auc_cb, self_consistency: pd.DataFrame, pairs, min_size: int,
+               pair: tuple[str, str]) -> None:
+    """Self-consistency's class-balanced contrast AUC on `pair` under the fitted normalization: the
+    helper's logistic fit on the counted contrast sets pooled, then its per-pair metrics."""
+    fit = contrast.pooled_normalizer("fitted", self_consistency, pairs, min_size)
+    if fit is None:
+        return uncheckable("Exercise 2", f"no pair reaches {min_size} contrast questions here: "
+                                         "nothing to fit")
+    row = contrast.contrast_metrics_per_pair(self_consistency, [pair], min_size, normalizer=fit)
+    return check("Exercise 2", "sc_fitted_auc_cb", sc_fitted_auc_cb, float(row["auc_cb"].iloc[0]),
+                 tol=1e-3, hint="fit on every counted pair's contrast questions pooled, with target "
+                                "1 where i is right, then score the pair's two halves separately.")

@@ -1,12 +1,11 @@
-"""The checks of chapter 05's exercises (confidence adapters): exercise 1 in notebook 05.1, exercise 2 in
-notebook 05.2. Each recomputes the answer from the inputs its check cell passes and calls
-`helpers.exercises.check`. Exercise 1's adapters take minutes to train, so its check reads the results its
-solution cached and loads nothing while the answer is None."""
+"""The checks of chapter 05's exercises (confidence adapters): exercise 1 in notebook 05.1, exercise 2 (Holm's
+correction over a smaller family) in notebook 05.2. Each recomputes the answer from the inputs its check cell
+passes and calls `helpers.exercises.check`. Exercise 1's adapters take minutes to train, so its check reads
+the results its solution cached and loads nothing while the answer is None."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import roc_auc_score
 
 from helpers.evaluation import contrast, metrics
 from helpers.exercises import check, pair_aucs, uncheckable
@@ -36,19 +35,16 @@ def exercise_1(far_contrast_aucs, training: str, evaluation, pairs, min_size: in
                  hint="two numbers, plain then class-balanced, each averaged over the pairs and then the seeds.")
 
 
-def exercise_2(surrogate_aucs, surrogate: pd.DataFrame, source_right: pd.Series, pairs, min_size: int) -> None:
-    """The surrogate's plain contrast AUC on the contrast questions the source answers right, then wrong:
-    per pair that reaches `min_size`, those questions' normalized pairs, then the mean over pairs."""
-    sets = [s for s in (contrast.contrast_set(surrogate, i, j) for i, j in pairs) if len(s) >= min_size]
-    if not sets:
-        return uncheckable("Exercise 2", f"no pair reaches the contrast-set size {min_size} in this world")
-    expected = []
-    for known in (1, 0):
-        aucs = []
-        for s in (s[s["question_id"].map(source_right) == known] for s in sets):
-            if len(s):
-                q_i, q_j = contrast.normalize_pair(s["confidence_i"].to_numpy(), s["confidence_j"].to_numpy())
-                aucs.append(roc_auc_score(np.r_[s["correct_i"], s["correct_j"]], np.r_[q_i, q_j]))
-        expected.append(float(np.mean(aucs)) if aucs else np.nan)
-    return check("Exercise 2", "surrogate_aucs", surrogate_aucs, expected, tol=1e-3,
-                 hint="filter each pair's contrast rows to the questions, then average the pairs' AUCs.")
+def exercise_2(holm_paper, decided: pd.DataFrame) -> None:
+    """Holm-adjusted p of the counted claims' paper-metric p-values alone. Recomputed from the definition:
+    each p's own factor (m - its rank) * p, capped at 1, then the largest factor at or below its rank."""
+    p = decided.loc[decided["counted"].astype(bool), "p"].dropna()
+    if p.empty:
+        return uncheckable("Exercise 2", "no counted claim has a p-value in this world")
+    ranks = p.rank(method="first").to_numpy() - 1  # 0 for the smallest; ties in table order
+    factors = np.minimum(1.0, (len(p) - ranks) * p.to_numpy())
+    expected = [float(factors[ranks <= r].max()) for r in ranks]
+    answer = holm_paper.reindex(p.index).tolist() if isinstance(holm_paper, pd.Series) else holm_paper
+    return check("Exercise 2", "holm_paper", answer, expected, tol=1e-6,
+                 hint="sort the p-values, multiply the k-th smallest (k from 0) by m - k, cap at 1, "
+                      "keep the running maximum, and index the result by claim.")
