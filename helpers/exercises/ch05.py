@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from helpers.evaluation import contrast, metrics
+from helpers.evaluation import contrast, findings, metrics
 from helpers.exercises import check, pair_aucs, uncheckable
 from helpers.pipeline.adapters import seeded_results
 
@@ -36,14 +36,12 @@ def exercise_1(far_contrast_aucs, training: str, evaluation, pairs, min_size: in
 
 
 def exercise_2(holm_paper, decided: pd.DataFrame) -> None:
-    """Holm-adjusted p of the counted claims' paper-metric p-values alone. Recomputed from the definition:
-    each p's own factor (m - its rank) * p, capped at 1, then the largest factor at or below its rank."""
+    """Holm-adjusted p of the counted claims' paper-metric p-values alone, by the series' tested
+    `findings.holm` (the notebook builds it by hand)."""
     p = decided.loc[decided["counted"].astype(bool), "p"].dropna()
     if p.empty:
         return uncheckable("Exercise 2", "no counted claim has a p-value in this world")
-    ranks = p.rank(method="first").to_numpy() - 1  # 0 for the smallest; ties in table order
-    factors = np.minimum(1.0, (len(p) - ranks) * p.to_numpy())
-    expected = [float(factors[ranks <= r].max()) for r in ranks]
+    expected = findings.holm(p.to_numpy()).tolist()
     answer = holm_paper.reindex(p.index).tolist() if isinstance(holm_paper, pd.Series) else holm_paper
     return check("Exercise 2", "holm_paper", answer, expected, tol=1e-6,
                  hint="sort the p-values, multiply the k-th smallest (k from 0) by m - k, cap at 1, "
