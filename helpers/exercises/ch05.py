@@ -35,14 +35,16 @@ def exercise_1(far_contrast_aucs, training: str, evaluation, pairs, min_size: in
                  hint="two numbers, plain then class-balanced, each averaged over the pairs and then the seeds.")
 
 
-def exercise_2(holm_paper, decided: pd.DataFrame) -> None:
-    """Holm-adjusted p of the counted claims' paper-metric p-values alone, by the series' tested
-    `findings.holm` (the notebook builds it by hand)."""
-    p = decided.loc[decided["counted"].astype(bool), "p"].dropna()
-    if p.empty:
-        return uncheckable("Exercise 2", "no counted claim has a p-value in this world")
-    expected = findings.holm(p.to_numpy()).tolist()
-    answer = holm_paper.reindex(p.index).tolist() if isinstance(holm_paper, pd.Series) else holm_paper
-    return check("Exercise 2", "holm_paper", answer, expected, tol=1e-6,
-                 hint="sort the p-values, multiply the k-th smallest (k from 0) by m - k, cap at 1, "
-                      "keep the running maximum, and index the result by claim.")
+def exercise_2(holm_05, decided: pd.DataFrame, mine) -> None:
+    """Holm-adjusted p of the counted claims decided in notebook 05.2 (`mine`), paper and control p-values in one
+    family, by the series' tested `findings.holm` (the notebook builds Holm by hand), indexed (metric, claim)."""
+    here = decided[decided["counted"].astype(bool) & decided.index.isin(list(mine))]
+    family = pd.concat([here["p"], here["control: p"]], keys=["paper", "control"]).dropna()
+    if family.empty:
+        return uncheckable("Exercise 2", "no counted claim of this notebook has a p-value in this world")
+    expected = findings.holm(family.to_numpy()).tolist()
+    answer = holm_05.reindex(family.index).tolist() if isinstance(holm_05, pd.Series) else holm_05
+    return check("Exercise 2", "holm_05", answer, expected, tol=1e-6,
+                 hint="one family: this notebook's counted claims, paper and control p-values; sort, multiply "
+                      "the k-th smallest (k from 0) by m - k, cap at 1, keep the running maximum, index by "
+                      "(metric, claim).")

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.colors import PowerNorm
 from matplotlib.font_manager import FontProperties
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -141,7 +142,8 @@ def legend_handles(*axes, band: bool = False, ncols: int = 3, color=None) -> lis
     over, under = [[Patch(**style, lw=0.8, label=f"{kind}: {what}")] if kind in gaps else []
                    for (kind, style), what in zip(_gap_styles().items(), ["mean confidence above accuracy",
                                                                         "mean confidence below accuracy"])]
-    count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333", label="answers in the bin")
+    count = Line2D([], [], ls="", marker="$123$", markersize=13, color="#333333",
+                   label="number above a bar: its answers")
     hatched = [Patch(facecolor=color, edgecolor="white", hatch=SMALL_BIN_HATCH,
                      label=f"hatched: a bin of under {MIN_INTERVAL_COUNT} answers")] if small else []
     interval = Line2D([], [], color=palette.INTERVAL, lw=1.2, marker="_", markersize=6,
@@ -313,7 +315,7 @@ def _mark_windows(ax, windows: dict, y: float = 1.02, triangles: bool = True) ->
     """Triangles at the selected checkpoints' steps, one colour per window, and a dashed line at the cut."""
     for name, steps in windows.items() if triangles else ():
         ax.plot(steps, np.full(len(steps), y), "v", color=palette.WINDOWS.get(name, "black"), clip_on=False,
-                label=f"{name} checkpoints")
+                ms=7, mec="white", mew=0.6, label=f"{name} checkpoints ({len(steps)})")
     if {"training", "evaluation"} <= set(windows):
         cut = (max(windows["training"]) + min(windows["evaluation"])) / 2
         ax.axvline(cut, color="black", ls="--", lw=1, label="training | evaluation cut")
@@ -329,7 +331,7 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     steps that teach the wrong rule (a brown strip) are shaded step by step from `schedule()`, so that they
     line up with the mixture figure; `stream` replaces that schedule (another run's). Returns the Figure.
     """
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
     ax_loss.plot(log["step"], log["loss"], marker=".")
     ax_loss.set(xlabel="step", ylabel="answer-token loss", title="Training loss")
     # "all" thick, black and behind: where it runs with one range's curve, that curve shows inside it.
@@ -347,10 +349,13 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     shades = _shade_phases((ax_loss, ax_acc), stream)
     taught = _mark_taught_wrong(ax_acc, stream)
     if windows:
-        _mark_windows(ax_acc, windows, y=1.03)
+        _mark_windows(ax_acc, windows, y=1.10)  # above the top curve's points, which reach 1
         _mark_windows(ax_loss, windows, triangles=False)
+    ax_acc.set_title("Accuracy on the monitor set", pad=14)
     cut = [h for h in ax_loss.get_lines() if h.get_label() == "training | evaluation cut"]
-    ax_loss.legend(handles=shades + cut, fontsize="small", title="data phase", title_fontsize="small")
+    # below the panel, so that it covers no band and the cut line does not run through it
+    fig.legend(handles=shades + cut, fontsize="small", ncols=5, loc="outside lower center",
+               title="data phase (the shading of both panels)", title_fontsize="small")
     handles = ax_acc.get_legend_handles_labels()[0] + taught  # the strip is drawn in this panel only
     ax_acc.legend(handles=handles, fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
@@ -363,20 +368,29 @@ def mixture(frame, windows=None):
 
     `frame` is `helpers.world.sums.mixture()`; `windows` maps a name to step numbers. Returns the Figure.
     """
-    fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
+    # Two panels, so that shares of the sums (stacked to 1) and shares of the whole stream are not read on one axis.
+    fig, (ax, ax_stream) = plt.subplots(2, 1, figsize=(10, 4.6), sharex=True, layout="constrained",
+                                        height_ratios=(1.1, 1))
     groups = ["small", "mixed", "large"]
     ax.stackplot(frame["step"], *[frame[g] for g in groups], colors=[palette.RANGES[g] for g in groups],
-                 alpha=0.35, labels=[f"sums, {g} operands" for g in groups], step="post")
-    ax.step(frame["step"], frame["subtraction"], where="post", color=palette.RANGES["subtraction"], label="subtraction")
-    ax.step(frame["step"], frame["verification"], where="post", color="black", ls=":", label="verification (Yes/No)")
+                 alpha=0.35, labels=[f"{g} operands" for g in groups], step="post")
+    ax_stream.step(frame["step"], frame["subtraction"], where="post", color=palette.RANGES["subtraction"],
+                   label="subtraction")
+    ax_stream.step(frame["step"], frame["verification"], where="post", color="black", ls=":",
+                   label="verification (Yes/No)")
     if "taught wrong" in frame:
-        ax.step(frame["step"], frame["taught wrong"], where="post", color=palette.RANGES["family"], ls="--",
-                label="mistake family, wrong rule")
-    _mark_windows(ax, windows or {}, y=1.03)
+        ax_stream.step(frame["step"], frame["taught wrong"], where="post", color=palette.RANGES["family"], ls="--",
+                       label="mistake family, wrong rule")
+    _mark_windows(ax, windows or {}, y=1.06)
+    _mark_windows(ax_stream, windows or {}, triangles=False)
     last = max([frame["step"].max(), *[max(steps) for steps in (windows or {}).values() if len(steps)]])
-    ax.set(xlabel="step", ylabel="share", ylim=(0, 1), xlim=(0, last + 2 * frame["step"].diff().median()))
+    ax.set(ylabel="share of the sums", ylim=(0, 1), xlim=(0, last + 2 * frame["step"].diff().median()))
+    top = max(0.6, 1.1 * max(frame[c].max() for c in ("subtraction", "verification", "taught wrong") if c in frame))
+    ax_stream.set(xlabel="step", ylabel="share of the\nwhole stream", ylim=(0, top))
     ax.set_title("What the model trains on, step by step", pad=16)  # above the checkpoints' triangles
-    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5), title="sums, by operand range",
+              title_fontsize="small")
+    ax_stream.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
 
 
@@ -388,16 +402,19 @@ def window_accuracy(accuracy, windows):
     """
     fig, ax = plt.subplots(figsize=(10, 3.4), layout="constrained")
     x = np.array([int(name.replace("step-", "")) for name in accuracy.index])  # spaced by step, not by rank
+    names, pad = list(accuracy.index), 0.01 * (x.max() - x.min() + 1)
+    # one line per window: no segment joins the last training checkpoint to the first evaluation one
+    parts = [[names.index(m) for m in members] for members in windows.values()] or [list(range(len(names)))]
     for group in accuracy.columns:
         color = palette.RANGES["family"] if "family" in group else palette.RANGES.get(group.split()[0])
-        ax.plot(x, accuracy[group], marker="o", color=color, label=group)
-    names, pad = list(accuracy.index), 0.01 * (x.max() - x.min() + 1)
+        for k, rows in enumerate(parts):
+            ax.plot(x[rows], accuracy[group].iloc[rows], marker="o", color=color, label=None if k else group)
     for name, members in windows.items():
         color, at = palette.WINDOWS.get(name, "black"), x[[names.index(m) for m in members]]
         ax.axvspan(at.min() - pad, at.max() + pad, color=color, alpha=0.08, lw=0)
         ax.text((at.min() + at.max()) / 2, 1.05, f"{name} window", ha="center", color=color, fontsize="small")
     ax.set_xticks(x, [n.replace("step-", "") for n in names], rotation=90, fontsize="small")
-    ax.set(xlabel="checkpoint (step)", ylabel="greedy accuracy on test", ylim=(0, 1.12))
+    ax.set(xlabel="checkpoint (step)", ylabel="greedy accuracy\n(each group's own questions)", ylim=(0, 1.12))
     ax.set_yticks(np.linspace(0, 1, 6))
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
@@ -423,8 +440,9 @@ def flip_heatmap(flips, checkpoints, n_training: int | None = None):
     labels = [name.replace("step-", "") for name in names]
     # One scale for both maps, so that equal shades mean equal counts above and below the diagonal.
     top = np.nanmax([np.nanmax(gained), np.nanmax(lost), 1.0])
-    kw = dict(annot=True, fmt=".0f", annot_kws={"size": 8}, xticklabels=labels, yticklabels=labels, ax=ax, square=True,
-              vmin=0, vmax=top)
+    # A square-root scale, so that the few hundred flips of most regression cells still show a shade.
+    kw = dict(annot=True, fmt=".0f", annot_kws={"size": 9}, xticklabels=labels, yticklabels=labels, ax=ax, square=True,
+              norm=PowerNorm(0.5, vmin=0, vmax=top))
     sns.heatmap(gained, cmap=palette.IMPROVEMENT_MAP, cbar_kws={"label": "improvements (above)", "shrink": 0.6}, **kw)
     sns.heatmap(lost, cmap=palette.REGRESSION_MAP, cbar_kws={"label": "regressions (below)", "shrink": 0.6}, **kw)
     ax.grid(False)  # no grid lines across the empty diagonal
@@ -432,6 +450,7 @@ def flip_heatmap(flips, checkpoints, n_training: int | None = None):
         ax.axhline(n_training, color="black", lw=2)
         ax.axvline(n_training, color="black", lw=2)
     ax.set(xlabel="checkpoint (step)", ylabel="checkpoint (step)")
-    ax.set_title("Above the diagonal: improvements from row to column\nbelow: regressions from column to row",
-                 fontsize="small")
+    ax.set_title("Above the diagonal: improvements, wrong at the row's checkpoint and right at the column's\n"
+                 "below it: regressions, right at the column's checkpoint and wrong at the row's\n"
+                 "(earlier to later in both; colour on a square-root scale)")
     return fig
