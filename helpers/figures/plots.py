@@ -343,7 +343,7 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
         ax_acc.plot(log["step"], log["accuracy_mistake_family"], marker=".", ls="--", color=palette.RANGES["family"],
                     label="mistake family")
     # room below 0 for the wrong-rule strip, so that it covers no point at accuracy 0
-    ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(-0.06, 1.06), title="Accuracy on the monitor set")
+    ax_acc.set(xlabel="step", ylabel="greedy accuracy", ylim=(-0.06, 1.06))
     ax_acc.set_yticks(np.linspace(0, 1, 6))
     stream = schedule() if stream is None else stream
     shades = _shade_phases((ax_loss, ax_acc), stream)
@@ -351,7 +351,7 @@ def learning_curves(log, windows=None, stream: pd.DataFrame | None = None):
     if windows:
         _mark_windows(ax_acc, windows, y=1.10)  # above the top curve's points, which reach 1
         _mark_windows(ax_loss, windows, triangles=False)
-    ax_acc.set_title("Accuracy on the monitor set", pad=14)
+    ax_acc.set_title("Accuracy on the monitor set", pad=14)  # room for the triangles above the axes
     cut = [h for h in ax_loss.get_lines() if h.get_label() == "training | evaluation cut"]
     # below the panel, so that it covers no band and the cut line does not run through it
     fig.legend(handles=shades + cut, fontsize="small", ncols=5, loc="outside lower center",
