@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from helpers.confidence.verbalized_text import parse_confidence
 from helpers.evaluation import metrics
 from helpers.exercises import check, uncheckable
 from helpers.world import lora
@@ -50,23 +48,21 @@ def exercise_2(n_attention_rank8, model) -> None:
                       "and B d_out x r; sum them over the attention layers' c_attn and c_proj.")
 
 
-def _none_for_nan(value):
-    return None if isinstance(value, float) and math.isnan(value) else value
+def exercise_3(iso_smooth_ece, train_expected, train_correct, test_expected, test_correct) -> None:
+    """SmoothECE on the test answers of the expected readout, recalibrated by an isotonic map fitted on the
+    adapter's training answers."""
+    from sklearn.isotonic import IsotonicRegression  # local: only this exercise fits a map
 
-
-def exercise_3(predicted, table: list[str]) -> None:
-    """Predictions of `parse_confidence` on seven new texts: four it reads as 0.85, three it rejects."""
-    if not isinstance(predicted, Mapping):
-        return check("Exercise 3", "predicted", predicted, {}, hint="a dict from each text to a value or None.")
-    actual = {text: parse_confidence(text) for text in predicted}
-    read_85 = sum(value is not None and abs(value - 0.85) < 1e-9 for value in actual.values())
-    fits = len(actual) == 7 and read_85 == 4 and list(actual.values()).count(None) == 3 \
-        and not set(actual) & set(table)
-    answer = {text: _none_for_nan(value) for text, value in predicted.items()}
-    return check("Exercise 3", "predicted", answer, actual if fits else "four read as 0.85, three rejected",
-                 tol=1e-6, hint="seven texts not in section 1's table (notebook 03.2): four that "
-                                "parse_confidence reads as 0.85 and three it rejects (None); predict each value, "
-                                "then run it.")
+    train_correct = np.asarray(train_correct, dtype=float)
+    if len(np.unique(train_correct)) < 2:
+        return uncheckable("Exercise 3", "the training answers are all right or all wrong in this world")
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    iso.fit(np.asarray(train_expected, dtype=float), train_correct)
+    mapped = iso.predict(np.asarray(test_expected, dtype=float))
+    expected = metrics.smooth_ece(mapped, np.asarray(test_correct, dtype=float))
+    return check("Exercise 3", "iso_smooth_ece", iso_smooth_ece, expected, tol=1e-3,
+                 hint="fit the map on the training answers' expected readout and correctness only; "
+                      "apply it to the test answers' expected readout; one SmoothECE.")
 
 
 def exercise_4(decoded_auc, oracle: pd.DataFrame, moved: pd.DataFrame) -> None:
