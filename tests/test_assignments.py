@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import nbformat
 import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import config
 from helpers.build import assignments, cli, twins
 from helpers.exercises import ch04, ch07, graded, variants
 
@@ -38,6 +40,26 @@ def test_every_exercise_becomes_a_question_with_a_public_and_a_hidden_test(twin)
     exercises = [c.source for c in master.cells if c.cell_type == "markdown" and c.source.startswith("## Exercises")]
     assert exercises[0].endswith(assignments.GRADED_LINE) and "twin" not in exercises[0]
     assert nb == nbformat.read(twin, as_version=4)  # the twin is not modified
+
+
+def _answer_names(nb) -> list[str]:
+    return [re.findall(r"^(\w+) = ", c.source, re.M)[-1] for c in _answers(nb)]
+
+
+def test_the_guide_and_the_rubric_name_each_notebooks_exercise_variables():
+    """docs/guide.md lists each notebook's exercises by their answer variables, in order, and the
+    instructors' rubric grades only variables that exist: an exercise replaced in a twin must be
+    replaced in both documents."""
+    guide = (config.REPO_ROOT / "docs" / "guide.md").read_text()
+    listed = [re.findall(r"\(\d+\) `(\w+)`", line) for line in guide.splitlines()
+              if line.startswith("**Exercises:**")]
+    names = {re.match(r"\d\d(_\d)?", t.stem)[0]: _answer_names(nbformat.read(t, as_version=4)) for t in TWINS}
+    assert listed == list(names.values())
+    rubric = (config.REPO_ROOT / "docs" / "instructors" / "rubric.md").read_text()
+    rows = re.findall(r"^\| (\d\d(?:\.\d)?) \| \d+ \(`(\w+)`\)", rubric, re.M)
+    assert len(rows) >= 10
+    for notebook, variable in rows:
+        assert variable in names[notebook.replace(".", "_")], (notebook, variable)
 
 
 def test_a_malformed_answer_cell_is_refused_with_its_id():

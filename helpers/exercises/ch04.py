@@ -2,7 +2,9 @@
 each recomputes the answer from the inputs its check cell passes and calls `helpers.exercises.check`."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+from sklearn.linear_model import LogisticRegression
 
 from helpers.evaluation import contrast
 from helpers.exercises import check, uncheckable
@@ -16,15 +18,23 @@ def exercise_1(better_share, accuracy_better: float = 0.9, accuracy_worse: float
                  hint="condition on exactly one of the two checkpoints being right.")
 
 
-def exercise_2(sc_fitted_auc_cb, self_consistency: pd.DataFrame, pairs, min_size: int,
-               pair: tuple[str, str]) -> None:
-    """Self-consistency's class-balanced contrast AUC on `pair` under the fitted normalization: the
-    helper's logistic fit on the counted contrast sets pooled, then its per-pair metrics."""
-    fit = contrast.pooled_normalizer("fitted", self_consistency, pairs, min_size)
-    if fit is None:
+def exercise_2(sc_no_intercept_cb, self_consistency: pd.DataFrame, pairs, min_size: int) -> None:
+    """Self-consistency's class-balanced contrast AUC, mean over the counted pairs, under a normalization
+    fitted without an intercept: a logistic fit on the pooled counted contrast sets (the helper's contrast
+    sets and logit features), scored by the helper's per-pair metrics."""
+    sets = [contrast.contrast_set(self_consistency, *pair) for pair in pairs]
+    kept = [rows for rows in sets if len(rows) >= min_size]
+    if not kept:
         return uncheckable("Exercise 2", f"no pair reaches {min_size} contrast questions here: "
                                          "nothing to fit")
-    row = contrast.contrast_metrics_per_pair(self_consistency, [pair], min_size, normalizer=fit)
-    return check("Exercise 2", "sc_fitted_auc_cb", sc_fitted_auc_cb, float(row["auc_cb"].iloc[0]),
-                 tol=1e-3, hint="fit on every counted pair's contrast questions pooled, with target "
-                                "1 where i is right, then score the pair's two halves separately.")
+    pooled = pd.concat(kept)
+    clip = contrast.FittedNormalization.CLIP
+    p = np.clip(pooled[["confidence_i", "confidence_j"]].to_numpy(float), clip, 1 - clip)
+    model = LogisticRegression(fit_intercept=False).fit(np.log(p / (1 - p)),
+                                                        pooled["correct_i"].astype(int))
+    table = contrast.contrast_metrics(self_consistency, pairs, min_size,
+                                      normalizer=contrast.FittedNormalization(model))
+    return check("Exercise 2", "sc_no_intercept_cb", sc_no_intercept_cb, float(table["auc_cb"]),
+                 tol=1e-3, hint="fit with fit_intercept=False on every counted pair's contrast "
+                                "questions pooled (target 1 where i is right), then average each "
+                                "pair's class-balanced AUC.")

@@ -1,7 +1,7 @@
 """The checks of chapter 05's exercises (confidence adapters): exercise 1 in notebook 05.1, exercise 2 (Holm's
-correction over a smaller family) in notebook 05.2. Each recomputes the answer from the inputs its check cell
-passes and calls `helpers.exercises.check`. Exercise 1's adapters take minutes to train, so its check reads
-the results its solution cached and loads nothing while the answer is None."""
+correction over a smaller family, and the verdicts it leaves) in notebook 05.2. Each recomputes the answer from
+the inputs its check cell passes and calls `helpers.exercises.check`. Exercise 1's adapters take minutes to
+train, so its check reads the results its solution cached and loads nothing while the answer is None."""
 from __future__ import annotations
 
 import numpy as np
@@ -35,16 +35,20 @@ def exercise_1(far_contrast_aucs, training: str, evaluation, pairs, min_size: in
                  hint="two numbers, plain then class-balanced, each averaged over the pairs and then the seeds.")
 
 
-def exercise_2(holm_05, decided: pd.DataFrame, mine) -> None:
-    """Holm-adjusted p of the counted claims decided in notebook 05.2 (`mine`), paper and control p-values in one
-    family, by the series' tested `findings.holm` (the notebook builds Holm by hand), indexed (metric, claim)."""
+def exercise_2(verdicts_05, decided: pd.DataFrame, mine) -> None:
+    """Verdicts after Holm of the counted claims decided in notebook 05.2 (`mine`), paper and control p-values in
+    one family adjusted by the series' tested `findings.holm` (the notebook builds Holm by hand): a metric's
+    verdict at 5% where its adjusted p is below 0.05, otherwise inconclusive; keyed (metric, claim)."""
     here = decided[decided["counted"].astype(bool) & decided.index.isin(list(mine))]
     family = pd.concat([here["p"], here["control: p"]], keys=["paper", "control"]).dropna()
     if family.empty:
         return uncheckable("Exercise 2", "no counted claim of this notebook has a p-value in this world")
-    expected = findings.holm(family.to_numpy()).tolist()
-    answer = holm_05.reindex(family.index).tolist() if isinstance(holm_05, pd.Series) else holm_05
-    return check("Exercise 2", "holm_05", answer, expected, tol=1e-6,
-                 hint="one family: this notebook's counted claims, paper and control p-values; sort, multiply "
-                      "the k-th smallest (k from 0) by m - k, cap at 1, keep the running maximum, index by "
+    at_5 = {"paper": here["paper verdict at 5%"], "control": here["control verdict at 5%"]}
+    expected = {(side, claim): "inconclusive" if adjusted >= 0.05 else str(at_5[side][claim])
+                for (side, claim), adjusted in zip(family.index, findings.holm(family.to_numpy()))}
+    answer = dict(verdicts_05.items()) if isinstance(verdicts_05, (pd.Series, dict)) else verdicts_05
+    return check("Exercise 2", "verdicts_05", answer, expected,
+                 hint="one family: this notebook's counted claims, paper and control p-values; Holm by "
+                      "hand (sort, multiply the k-th smallest by m - k, cap at 1, running maximum); then "
+                      "the 5% verdict where the adjusted p is below 0.05, else inconclusive; keys "
                       "(metric, claim).")

@@ -42,15 +42,16 @@ def exercise_1(contrast_transfer, scored: dict, chosen: list[str], min_size: int
 
 
 def exercise_2(spread_rhos, oracle: pd.DataFrame, evaluation: list[str]) -> None:
-    """The Spearman correlations of the oracle adapters' mean seed spread per checkpoint with the checkpoint's
-    test accuracy ("accuracy") and with its position among `evaluation` ("order"). `oracle`: the oracle
-    adapters' test results, every seed."""
+    """Two Spearman correlations over the evaluation checkpoints: the oracle adapters' mean seed spread with
+    the checkpoint's test accuracy ("accuracy"), and the test accuracy with the checkpoint's position among
+    `evaluation` ("accuracy_order"). `oracle`: the oracle adapters' test results, every seed."""
     wide = oracle.pivot_table(index=["checkpoint", "question_id"], columns="seed", values="confidence")
     spread = wide.std(axis=1).groupby(level="checkpoint").mean().reindex(evaluation)
     accuracy = oracle[oracle["seed"] == oracle["seed"].iloc[0]].groupby("checkpoint")["correct"].mean()
+    accuracy = accuracy.reindex(evaluation)
     position = pd.Series(np.arange(len(evaluation)), index=evaluation)
-    expected = {"accuracy": float(spread.corr(accuracy.reindex(evaluation), method="spearman")),
-                "order": float(spread.corr(position, method="spearman"))}
+    expected = {"accuracy": float(spread.corr(accuracy, method="spearman")),
+                "accuracy_order": float(accuracy.corr(position, method="spearman"))}
     return check("Exercise 2", "spread_rhos", spread_rhos, expected, tol=1e-3,
-                 hint="a dict with keys 'accuracy' and 'order'; the spread is section 3's oracle column, the "
-                      "accuracy each checkpoint's, the order its position 0 to 6.")
+                 hint="a dict with keys 'accuracy' and 'accuracy_order'; the spread is section 3's oracle "
+                      "column, the accuracy each checkpoint's, the position 0 to 6.")
