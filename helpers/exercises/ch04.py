@@ -2,7 +2,6 @@
 each recomputes the answer from the inputs its check cell passes and calls `helpers.exercises.check`."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
 
@@ -28,10 +27,8 @@ def exercise_2(sc_no_intercept_cb, self_consistency: pd.DataFrame, pairs, min_si
         return uncheckable("Exercise 2", f"no pair reaches {min_size} contrast questions here: "
                                          "nothing to fit")
     pooled = pd.concat(kept)
-    clip = contrast.FittedNormalization.CLIP
-    p = np.clip(pooled[["confidence_i", "confidence_j"]].to_numpy(float), clip, 1 - clip)
-    model = LogisticRegression(fit_intercept=False).fit(np.log(p / (1 - p)),
-                                                        pooled["correct_i"].astype(int))
+    features = contrast._logit_features(pooled["confidence_i"], pooled["confidence_j"])  # the fit's own
+    model = LogisticRegression(fit_intercept=False).fit(features, pooled["correct_i"].astype(int))
     table = contrast.contrast_metrics(self_consistency, pairs, min_size,
                                       normalizer=contrast.FittedNormalization(model))
     return check("Exercise 2", "sc_no_intercept_cb", sc_no_intercept_cb, float(table["auc_cb"]),
