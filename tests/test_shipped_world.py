@@ -50,7 +50,19 @@ def test_torch_and_numpy_run_the_shipped_worlds_cpu_kernels_where_the_processor_
     if not _has_avx2():
         pytest.skip("no AVX2 on this processor (or not Linux): torch and numpy pick their own kernels")
     assert os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == "avx2" == kernels.CPU_KERNELS.lower()
-    assert cpu_kernels() == kernels.CPU_KERNELS  # and no ", numpy AVX-512"
+    assert cpu_kernels().split(", ")[0] == kernels.CPU_KERNELS and "numpy" not in cpu_kernels()
+    # (", MKL AVX2" may follow: MKL's kernels are the processor's, test_mkls_kernels_are_judged_...)
+
+
+def test_mkls_kernels_are_judged_by_vendor_and_avx512():
+    """MKL takes its AVX-512 kernels only on Intel processors that have them (hand-written /proc/cpuinfo
+    excerpts); the shipped world's matrix products were computed with those."""
+    from helpers.cache import kernels
+
+    intel, amd = "vendor_id\t: GenuineIntel\nflags\t\t: sse2 avx2", "vendor_id\t: AuthenticAMD\nflags\t\t: sse2 avx2"
+    assert kernels.blas_kernels(intel + " avx512f") == "AVX-512" == kernels.BLAS_KERNELS
+    assert kernels.blas_kernels(intel) == kernels.blas_kernels(amd) == kernels.blas_kernels(amd + " avx512f") == "AVX2"
+    assert kernels.blas_kernels("vendor_id\t: GenuineIntel\nflags\t\t: sse2 avx") == "other"
 
 
 def test_the_kernel_pin_keeps_a_users_choice_and_skips_other_processors(monkeypatch):
@@ -87,11 +99,12 @@ def test_numpys_avx512_targets_are_the_ones_this_numpy_dispatches():
 def test_a_retrained_prefix_matches_the_shipped_run(tmp_path, monkeypatch):
     if shipped.read_index() is None:
         pytest.skip("no shipped world in data/world/")
-    from helpers.cache.kernels import CPU_KERNELS
+    from helpers.cache.kernels import BLAS_KERNELS, CPU_KERNELS
     from helpers.build.notebook import cpu_kernels
 
     if cpu_kernels() != CPU_KERNELS:
-        pytest.skip(f"torch runs {cpu_kernels()} kernels here, not the shipped world's {CPU_KERNELS}: other floats")
+        pytest.skip(f"this processor runs {cpu_kernels()} kernels, not the shipped world's ({CPU_KERNELS}, MKL "
+                    f"{BLAS_KERNELS}): other floats")
     monkeypatch.setenv("HELPERS_FAST", "0")
     monkeypatch.setenv("HELPERS_THREADS", "2")  # the shipped run's count: other counts sum floats in another order
     monkeypatch.setenv("HELPERS_CACHE", str(tmp_path / "cache"))

@@ -6,7 +6,7 @@ import platform
 from importlib import metadata
 
 from helpers import config
-from helpers.cache.kernels import CPU_KERNELS, NUMPY_AVX512
+from helpers.cache.kernels import BLAS_KERNELS, CPU_KERNELS, NUMPY_AVX512, blas_kernels
 from helpers.cache import shipped
 from helpers.figures.plots import use_style
 
@@ -15,12 +15,16 @@ _SHOWN = ("torch", "transformers", "peft", "numpy", "pandas", "scikit-learn", "r
 
 def cpu_kernels() -> str:
     """The CPU kernels torch uses here ("AVX2", "AVX512", "DEFAULT", ...; helpers pins AVX2 where it can),
-    plus ", numpy AVX-512" where numpy runs its AVX-512 loops (helpers turns them off where it can)."""
+    plus ", numpy AVX-512" where numpy runs its AVX-512 loops (helpers turns them off where it can) and
+    ", MKL AVX2" (or "other") where MKL's matrix products run other kernels than the world's (no pin can
+    change those: helpers.cache.kernels)."""
     import torch  # local: importing this module stays light
     from numpy._core._multiarray_umath import __cpu_features__  # local: beside torch, read when asked
 
     numpy_avx512 = any(__cpu_features__.get(name, False) for name in NUMPY_AVX512.split())  # the targets pinned off
-    return torch.backends.cpu.get_cpu_capability() + (", numpy AVX-512" if numpy_avx512 else "")
+    blas = blas_kernels()
+    return (torch.backends.cpu.get_cpu_capability() + (", numpy AVX-512" if numpy_avx512 else "")
+            + ("" if blas == BLAS_KERNELS else f", MKL {blas}"))
 
 
 def setup(seed: int = config.SEED) -> None:
@@ -34,10 +38,10 @@ def setup(seed: int = config.SEED) -> None:
     mode = "FAST (HELPERS_FAST=1: small sizes, for tests)" if config.fast_mode() else "full"
     print(f"mode: {mode}; random seed {seed}; {threads} torch threads")
     kernels = cpu_kernels()
-    if kernels != CPU_KERNELS:  # only where it matters: committed outputs stay the same on every machine
-        print(f"CPU kernels: {kernels}, not the {CPU_KERNELS} ones the shipped world was built with: what torch "
-              "and numpy compute here can differ from the committed outputs in the last digits, and a rebuild "
-              "can train another world (docs/platforms.md)")
+    if kernels.split(", MKL")[0] != CPU_KERNELS:  # not for MKL's alone: it moves only live training runs
+        print(f"CPU kernels: {kernels}, not the shipped world's ({CPU_KERNELS}, MKL {BLAS_KERNELS}): what torch "
+              "and numpy compute here can differ from the committed outputs in the last digits, a live training "
+              "run by more, and a rebuild can train another world (docs/platforms.md)")
     print(shipped.use())
     changed = config.overrides()
     if changed:
