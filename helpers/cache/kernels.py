@@ -14,7 +14,7 @@ processor and reads neither variable. The shipped world was trained where MKL ru
 (Intel processors with AVX-512). An AMD processor, or an Intel one without AVX-512, runs MKL's AVX2 kernels:
 measured on an AMD EPYC without AVX-512 (2026-12-07), the world's first 100 training steps ended 8.9e-4 away
 from the shipped run in loss, and a forward pass moved by about 1e-6. `blas_kernels` names which kernels MKL
-takes here, judged from the processor as MKL judges it; the setup cell and the output check read it.
+takes here, judged from the processor as MKL judges it; the output check and the retrained-prefix test read it.
 """
 from __future__ import annotations
 
@@ -46,17 +46,11 @@ def pin() -> None:
         os.environ.setdefault("NPY_DISABLE_CPU_FEATURES", NUMPY_AVX512)
 
 
-
-
 def blas_kernels(cpuinfo: str | None = None) -> str:
     """The kernels MKL picks for matrix products: "AVX-512" on an Intel processor with AVX-512, "AVX2" on
     another x86-64 one with AVX2 (AMD's included), "other" elsewhere. `cpuinfo`: /proc/cpuinfo's text
-    (read here by default; not x86-64 Linux: "other")."""
-    if cpuinfo is None:
-        if not cpu_flags():
-            return "other"
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-    words = set(cpuinfo.split())
+    (by default `cpu_flags`, whose words hold the vendor too; empty off x86-64 Linux)."""
+    words = cpu_flags() if cpuinfo is None else set(cpuinfo.split())
     if "avx2" not in words:
         return "other"
     return "AVX-512" if "GenuineIntel" in words and "avx512f" in words else "AVX2"
