@@ -1,5 +1,6 @@
 """The checks of chapter 05's exercises (confidence adapters): exercise 1 in notebook 05.1, exercise 2 (Holm's
-correction over a smaller family, and the verdicts it leaves) in notebook 05.2. Each recomputes the answer from
+correction over a smaller family, and the verdicts it leaves) in notebook 05.2, exercise 3 (each method's AURC
+on every evaluation checkpoint) in notebook 05.3. Each recomputes the answer from
 the inputs its check cell passes and calls `helpers.exercises.check`. Exercise 1's adapters take minutes to
 train, so its check reads the results its solution cached and loads nothing while the answer is None."""
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pandas as pd
 from helpers.evaluation import contrast, findings, metrics
 from helpers.exercises import check, pair_aucs, uncheckable
 from helpers.pipeline.adapters import seeded_results
+from helpers.pipeline.comparison import method_results
 
 
 def _plain_and_balanced(frame: pd.DataFrame, pairs, min_size: int) -> list[float]:
@@ -52,3 +54,27 @@ def exercise_2(verdicts_05, decided: pd.DataFrame, mine) -> None:
                       "hand (sort, multiply the k-th smallest by m - k, cap at 1, running maximum); then "
                       "the 5% verdict where the adjusted p is below 0.05, else inconclusive; keys "
                       "(metric, claim).")
+
+
+def exercise_3(aurc_by_checkpoint, methods, evaluation) -> None:
+    """AURC (`metrics.aurc`) of each method in `methods` on each checkpoint of `evaluation`, a seeded method's the
+    mean over its seeds: a frame with one row per checkpoint (in order) and one column per method. An answer with
+    the same labels in another order is put in this order first."""
+    if aurc_by_checkpoint is None:
+        return check("Exercise 3", "aurc_by_checkpoint", None, [])
+
+    def aurc(frame):
+        return metrics.aurc(frame["confidence"], frame["correct"])
+
+    expected = pd.DataFrame({method: [metrics.seed_average(aurc, frame[frame["checkpoint"] == c])
+                                      for c in evaluation]
+                             for method, frame in ((m, method_results(m)) for m in methods)},
+                            index=list(evaluation))
+    answer = aurc_by_checkpoint
+    if isinstance(answer, pd.DataFrame) and set(answer.index) == set(expected.index) \
+            and set(answer.columns) == set(expected.columns):
+        answer = answer.loc[expected.index, expected.columns]
+    return check("Exercise 3", "aurc_by_checkpoint", answer, expected, tol=1e-3,
+                 hint="one row per evaluation checkpoint, one column per method; on each checkpoint's "
+                      "answers, sort by confidence (highest first), take the running error rate, and "
+                      "average it; a seeded method's AURC is the mean over its seeds.")

@@ -1,6 +1,6 @@
-"""The checks of chapter 06's exercises (the contrast-set transfer matrix in notebook 06.1, the seed spread in
-notebook 06.2): each recomputes the answer from the inputs its check cell passes and calls
-`helpers.exercises.check`. They read cached results only."""
+"""The checks of chapter 06's exercises (the contrast-set transfer matrix in notebook 06.1, one contrast pair on
+subtraction in notebook 06.2, the seed spread in notebook 06.3): each recomputes the answer from the inputs its
+check cell passes and calls `helpers.exercises.check`. They read cached results only."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +8,7 @@ import pandas as pd
 
 from helpers.evaluation import contrast, metrics
 from helpers.exercises import check, pair_aucs, uncheckable
+from helpers.pipeline.adapters import seeded_results
 
 
 def _pair_aucs(scored: pd.DataFrame, i: str, j: str, min_size: int) -> tuple[float, float] | None:
@@ -41,7 +42,25 @@ def exercise_1(contrast_transfer, scored: dict, chosen: list[str], min_size: int
                       "checkpoints, or between them, counts as neither.")
 
 
-def exercise_2(spread_rhos, oracle: pd.DataFrame, evaluation: list[str]) -> None:
+def exercise_2(subtraction_pair, source: str, evaluation: list[str], pair: tuple[str, str]) -> None:
+    """One pair's contrast questions on subtraction and its AUCs: the adapter trained on `source` (its first seed),
+    read on the "transfer_test" split of the `evaluation` checkpoints, the pair (i, j): counts of improvements and
+    regressions, and the plain and class-balanced contrast AUC of its normalized rows."""
+    if subtraction_pair is None:
+        return check("Exercise 2", "subtraction_pair", None, {})
+    first = metrics.seed_frames(seeded_results("transfer_test", evaluation, source=source))[0]
+    kinds = contrast.contrast_set(first, *pair)["kind"]
+    if kinds.empty:
+        return uncheckable("Exercise 2", f"the pair {pair} has no contrast question on subtraction here")
+    plain, balanced = pair_aucs(first, *pair)
+    expected = {"improvements": int((kinds == "improvement").sum()),
+                "regressions": int((kinds == "regression").sum()), "plain": plain, "class_balanced": balanced}
+    return check("Exercise 2", "subtraction_pair", subtraction_pair, expected, tol=1e-3,
+                 hint="a dict with keys 'improvements', 'regressions', 'plain', 'class_balanced'; normalize each "
+                      "pair of answers as section 2 does (q_i = sigmoid(logit p_i - logit p_j)).")
+
+
+def exercise_3(spread_rhos, oracle: pd.DataFrame, evaluation: list[str]) -> None:
     """Two Spearman correlations over the evaluation checkpoints: the oracle adapters' mean seed spread with
     the checkpoint's test accuracy ("accuracy"), and the test accuracy with the checkpoint's position among
     `evaluation` ("accuracy_order"). `oracle`: the oracle adapters' test results, every seed."""
@@ -52,6 +71,6 @@ def exercise_2(spread_rhos, oracle: pd.DataFrame, evaluation: list[str]) -> None
     position = pd.Series(np.arange(len(evaluation)), index=evaluation)
     expected = {"accuracy": float(spread.corr(accuracy, method="spearman")),
                 "accuracy_order": float(accuracy.corr(position, method="spearman"))}
-    return check("Exercise 2", "spread_rhos", spread_rhos, expected, tol=1e-3,
-                 hint="a dict with keys 'accuracy' and 'accuracy_order'; the spread is section 3's oracle "
+    return check("Exercise 3", "spread_rhos", spread_rhos, expected, tol=1e-3,
+                 hint="a dict with keys 'accuracy' and 'accuracy_order'; the spread is section 1's oracle "
                       "column, the accuracy each checkpoint's, the position 0 to 6.")
