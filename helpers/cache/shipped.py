@@ -195,7 +195,7 @@ def use() -> str:
     """Install the shipped world where it can be used, and say in one line whether it is (the setup
     cell of every notebook prints it)."""
     if config.fast_mode():
-        return "shipped world: not used in fast mode (small sizes, built in seconds)"
+        return "shipped world: not used in fast mode (small sizes, built on this machine: minutes the first time)"
     if os.environ.get("HELPERS_SHIPPED", "1") == "0":
         return "shipped world: not used (HELPERS_SHIPPED=0: everything is built on this machine, as `make world` does)"
     try:
