@@ -154,7 +154,7 @@ def test_the_autograder_gives_full_marks_none_and_takes_a_wrong_answers_point(no
     assert json.dumps(student.metadata["otter"]).count('"hidden": true') == 0  # hidden tests stay in the zip
     twin_nb = nbformat.read(twin, as_version=4)
     submissions = {"blank": student, IDS[0]: _with(twin_nb, student, IDS[0]),
-                   IDS[1]: _with(twin_nb, student, IDS[1], wrong="replicated_share")}
+                   IDS[1]: _with(twin_nb, student, IDS[1], wrong="habit_auc")}
     scores = {}
     for name, nb in submissions.items():
         path = tmp_path / name / twin.name

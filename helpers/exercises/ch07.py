@@ -1,26 +1,41 @@
-"""The checks of notebook 07's exercises (what the series found): each recomputes the answer from the
-worlds' claims tables its check cell passes and calls `helpers.exercises.check`."""
+"""The checks of notebook 07's exercises (what the series found): each recomputes the answer from what its
+check cell passes (the adapters' results, the worlds' claims tables) and calls `helpers.exercises.check`."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from helpers.evaluation import findings
+from helpers.evaluation import contrast, metrics
 from helpers.exercises import check, uncheckable
 
-def exercise_1(replicated_share, worlds: dict, taught_in: pd.Series) -> None:
-    """Per chapter, the share of its claims whose combined verdict is the same in every world
-    (`findings.replication`); `worlds` maps a world seed to its claims table, `taught_in` a claim to its chapter."""
-    verdicts = pd.DataFrame({seed: frame["verdict"].reindex(taught_in.index) for seed, frame in worlds.items()})
-    replicated = pd.Series([findings.replication(row).startswith("replicated") for row in verdicts.to_numpy()],
-                           index=taught_in.index)
-    expected = replicated.groupby(taught_in).mean().to_dict()
-    answer = replicated_share.to_dict() if isinstance(replicated_share, pd.Series) else replicated_share
-    if isinstance(answer, dict):  # chapter 2 or "02": either names it
-        answer = {f"{int(k):02d}" if str(k).isdigit() else k: v for k, v in answer.items()}
-    return check("Exercise 1", "replicated_share", answer, expected, tol=0.005,
-                 hint="a claim replicates when its combined verdict is the same in every world; group the "
-                      "claims by `taught in` and take each chapter's mean.")
+HABIT = ["non-oracle adapter", "multi-checkpoint adapter", "multi-answer adapter"]  # exercise 1's adapters
+
+
+def exercise_1(habit_auc, results, pairs, min_size: int) -> None:
+    """Per adapter of `HABIT` (`results(name)`: every seed's results), the plain contrast AUC of its habit alone: each
+    confidence replaced by its checkpoint's mean (within a seed), averaged over the pairs with at least
+    `min_size` contrast questions, then over the seeds. Another route than the table's: such a confidence
+    ties each checkpoint's answers, so on a pair it puts all of j's answers above i's (or below), and its
+    AUC is the pair's share of improvements where j's mean is higher, one minus it where lower."""
+    expected = {}
+    for name in HABIT:
+        per_seed = []
+        for part in metrics.seed_frames(results(name)):
+            mean = part.groupby("checkpoint")["confidence"].mean()
+            aucs = []
+            for i, j in pairs:
+                kinds = contrast.contrast_set(part, i, j)["kind"]
+                if len(kinds) >= min_size:
+                    share = float((kinds == "improvement").mean())
+                    aucs.append(share if mean[j] > mean[i] else 1 - share if mean[j] < mean[i] else 0.5)
+            per_seed.append(np.mean(aucs) if aucs else np.nan)
+        expected[name] = float(np.mean(per_seed))
+    if np.isnan(list(expected.values())).all():
+        return uncheckable("Exercise 1", f"no pair of checkpoints reaches {min_size} contrast questions here")
+    answer = habit_auc.to_dict() if isinstance(habit_auc, pd.Series) else habit_auc
+    return check("Exercise 1", "habit_auc", answer, expected, tol=0.005,
+                 hint="replace each confidence by the mean of its checkpoint within its seed, then average "
+                      "the plain contrast AUC over the counted pairs, and over the seeds.")
 
 
 def exercise_2(control_one_sign, worlds: dict, claims, chosen=(0, 1, 2)) -> None:
