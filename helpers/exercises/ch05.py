@@ -1,6 +1,7 @@
 """The checks of chapter 05's exercises (confidence adapters): exercise 1 in notebook 05.1, exercise 2 (Holm's
 correction over a smaller family, and the verdicts it leaves) in notebook 05.2, exercise 3 (each method's AURC
-on every evaluation checkpoint) in notebook 05.3. Each recomputes the answer from
+on every evaluation checkpoint) and exercise 4 (the GCM's between-question share where correctness changes) in
+notebook 05.3. Each recomputes the answer from
 the inputs its check cell passes and calls `helpers.exercises.check`. Exercise 1's adapters take minutes to
 train, so its check reads the results its solution cached and loads nothing while the answer is None."""
 from __future__ import annotations
@@ -78,3 +79,25 @@ def exercise_3(aurc_by_checkpoint, methods, evaluation) -> None:
                  hint="one row per evaluation checkpoint, one column per method; on each checkpoint's "
                       "answers, sort by confidence (highest first), take the running error rate, and "
                       "average it; a seeded method's AURC is the mean over its seeds.")
+
+
+def exercise_4(share_where_correctness_changes, frames: dict) -> None:
+    """Per method of `frames` (name -> every seed's results), the share of its confidence's variance that lies
+    between questions, on the questions whose correctness changes across the checkpoints (right at one, wrong
+    at another), the mean over seeds. Another route than a groupby: the law of total variance, with each
+    question's mean confidence from `np.bincount`."""
+    def share(frame):
+        ids, where = np.unique(frame["question_id"].to_numpy(), return_inverse=True)
+        confidence = frame["confidence"].to_numpy(float)
+        means = np.bincount(where, weights=confidence) / np.bincount(where)
+        return float(np.var(means[where]) / np.var(confidence))
+
+    expected = {}
+    for name, frame in frames.items():
+        correct = frame["correct"].to_numpy(int)
+        ids, where = np.unique(frame["question_id"].to_numpy(), return_inverse=True)
+        changes = (np.bincount(where, weights=correct) % np.bincount(where)) > 0  # some right, not all
+        expected[name] = metrics.seed_average(share, frame[changes[where]])
+    return check("Exercise 4", "share_where_correctness_changes", share_where_correctness_changes, expected,
+                 tol=1e-3, hint="keep the questions that are right at some evaluation checkpoint and wrong at "
+                                "another, then split each seed's confidence variance as section 2 does.")

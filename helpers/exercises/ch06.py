@@ -1,12 +1,13 @@
 """The checks of chapter 06's exercises (the contrast-set transfer matrix in notebook 06.1, one contrast pair on
-subtraction in notebook 06.2, the seed spread in notebook 06.3): each recomputes the answer from the inputs its
-check cell passes and calls `helpers.exercises.check`. They read cached results only."""
+subtraction in notebook 06.2, the seed spread and each block's permutation test in notebook 06.3): each
+recomputes the answer from the inputs its check cell passes and calls `helpers.exercises.check`. They read
+cached results only."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from helpers.evaluation import contrast, metrics
+from helpers.evaluation import claim_forms, contrast, metrics
 from helpers.exercises import check, pair_aucs, uncheckable
 from helpers.pipeline.adapters import seeded_results
 
@@ -74,3 +75,19 @@ def exercise_3(spread_rhos, oracle: pd.DataFrame, evaluation: list[str]) -> None
     return check("Exercise 3", "spread_rhos", spread_rhos, expected, tol=1e-3,
                  hint="a dict with keys 'accuracy' and 'accuracy_order'; the spread is section 1's oracle "
                       "column, the accuracy each checkpoint's, the position 0 to 6.")
+
+
+def exercise_4(block_p, variance: pd.DataFrame, evaluation: list[str]) -> None:
+    """Per block (`layer`), the two-sided p of the exact permutation test on the seed variance of the features
+    alone (`claim_forms.permutation_trend` on that block's cube): `variance` is `feature_variance`'s frame
+    (checkpoint, question_id, layer, variance), `evaluation` the checkpoints in training order."""
+    cube = claim_forms.trend_cube(variance, "variance", evaluation, by="layer")  # (blocks, questions, checkpoints)
+    blocks = sorted(variance["layer"].unique())
+    expected = {int(block): claim_forms.permutation_trend(cube[[k]])["p"] for k, block in enumerate(blocks)}
+    answer = block_p
+    if isinstance(block_p, dict) and all(str(k).isdigit() for k in block_p):  # block 1 or "1": either names it
+        answer = {int(k): v for k, v in block_p.items()}
+    return check("Exercise 4", "block_p", answer, expected, tol=1e-3,
+                 hint="a dict {block: p}; per block, rank each question's seed variance over the checkpoints, "
+                      "correlate with every order of the checkpoints as section 1 does, and take twice the smaller "
+                      "tail share.")
