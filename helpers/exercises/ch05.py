@@ -87,7 +87,7 @@ def exercise_4(share_where_correctness_changes, frames: dict) -> None:
     at another), the mean over seeds. Another route than a groupby: the law of total variance, with each
     question's mean confidence from `np.bincount`."""
     def share(frame):
-        ids, where = np.unique(frame["question_id"].to_numpy(), return_inverse=True)
+        where = np.unique(frame["question_id"].to_numpy(), return_inverse=True)[1]
         confidence = frame["confidence"].to_numpy(float)
         means = np.bincount(where, weights=confidence) / np.bincount(where)
         return float(np.var(means[where]) / np.var(confidence))
@@ -95,7 +95,7 @@ def exercise_4(share_where_correctness_changes, frames: dict) -> None:
     expected = {}
     for name, frame in frames.items():
         correct = frame["correct"].to_numpy(int)
-        ids, where = np.unique(frame["question_id"].to_numpy(), return_inverse=True)
+        where = np.unique(frame["question_id"].to_numpy(), return_inverse=True)[1]
         changes = (np.bincount(where, weights=correct) % np.bincount(where)) > 0  # some right, not all
         expected[name] = metrics.seed_average(share, frame[changes[where]])
     return check("Exercise 4", "share_where_correctness_changes", share_where_correctness_changes, expected,

@@ -12,9 +12,9 @@ HABIT = ["non-oracle adapter", "multi-checkpoint adapter", "multi-answer adapter
 
 
 def exercise_1(habit_auc, results, pairs, min_size: int) -> None:
-    """Per adapter of `HABIT` (`results(name)`: every seed's results), the plain contrast AUC of its habit alone: each
-    confidence replaced by its checkpoint's mean (within a seed), averaged over the pairs with at least
-    `min_size` contrast questions, then over the seeds. Another route than the table's: such a confidence
+    """Per adapter of `HABIT` (`results(name)`: every seed's results), the plain contrast AUC of its habit
+    alone: each confidence replaced by its checkpoint's mean (within a seed), averaged over the pairs with at
+    least `min_size` contrast questions, then over the seeds. Another route than the table's: such a confidence
     ties each checkpoint's answers, so on a pair it puts all of j's answers above i's (or below), and its
     AUC is the pair's share of improvements where j's mean is higher, one minus it where lower."""
     expected = {}
