@@ -12,9 +12,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def pytest_sessionstart(session):
     """Import helpers before any test module: test modules import numpy first, and helpers turns numpy's
     AVX-512 loops off only before numpy loads (helpers/__init__.py). Not in the xdist controller, which
-    runs no test (8 s saved)."""
+    runs no test (8 s saved).
+
+    Then unpack the shipped fast world (data/fast-world/) into the fast cache, as the notebooks' setup cell
+    does: the tests read the fast entries instead of training them (about 5 minutes of a fresh clone's
+    `make test`). An entry whose code changed since it was shipped is rebuilt on first use, as any entry."""
     if hasattr(session.config, "workerinput") or not session.config.getoption("numprocesses", None):
         import helpers  # noqa: F401
+        from helpers.cache import shipped
+
+        if os.environ.get("HELPERS_FAST") == "1":
+            print(shipped.use())
 
 
 def pytest_collection_modifyitems(config, items):

@@ -113,7 +113,7 @@ def cell_outputs(nb) -> list[tuple[str, ...]]:
 
 @pytest.fixture(scope="module")
 def shipped_cache(tmp_path_factory):
-    if shipped.read_index() is None:
+    if shipped.read_index(shipped.SHIPPED_DIR) is None:
         pytest.skip("no shipped world in data/world/")
     root = tmp_path_factory.mktemp("shipped-cache")
     mp = pytest.MonkeyPatch()

@@ -95,11 +95,30 @@ def test_compare_rebuild_reports_a_file_that_differs(toy):
     assert shipped.compare_rebuild(where) == [f"toy_for_shipping (k={entry['params']['k']}): weights.bin differs"]
 
 
-def test_fast_mode_never_uses_the_shipped_world(monkeypatch):
+def test_each_mode_ships_its_own_world_and_never_unpacks_the_other(toy, monkeypatch):
+    """Full mode's archives are refused in fast mode and fast mode's in full mode; the fast world holds the
+    entries of the default settings and of each of `FAST_OVERRIDES` (the settings the tests also use)."""
+    full = toy / "world"
+    assert shipped.pack(full)["mode"] == "full"
     monkeypatch.setenv("HELPERS_FAST", "1")
-    assert "not used in fast mode" in shipped.use()
-    with pytest.raises(ValueError, match="full-mode world"):
-        shipped.pack()
+    assert shipped.shipped_dir() == shipped.FAST_DIR
+    with pytest.raises(ValueError, match="the full-mode world, and this is fast mode: unset HELPERS_FAST"):
+        shipped.install(full)
+    monkeypatch.setattr(shipped, "FAST_OVERRIDES", ({"world": {"seed": 7}},))
+    artifacts.load_or_build("toy_for_shipping", k=3)
+    with config.override("world", seed=7):
+        artifacts.load_or_build("toy_for_shipping", k=3)
+    fast = toy / "fast-world"
+    index = shipped.pack(fast)
+    assert index["mode"] == "fast"
+    assert len(index["archives"]["toy_for_shipping.tar.xz"]["entries"]) == 2  # one per setting
+    monkeypatch.setattr(shipped, "FAST_DIR", fast)
+    assert shipped.use() == ("shipped fast world: verified, 1 of 2 shipped entries usable with these settings "
+                             "(small sizes for the tests; the others: other settings the tests use, or code "
+                             "changed since)")
+    monkeypatch.setenv("HELPERS_FAST", "0")
+    with pytest.raises(ValueError, match="the fast-mode world, and this is full mode: set HELPERS_FAST=1"):
+        shipped.install(fast)
 
 
 def test_use_installs_the_shipped_world_and_says_whether_it_is_in_use(toy, monkeypatch):

@@ -24,7 +24,7 @@ STEPS = 100
 
 def _shipped_world():
     """The shipped `world` entry's log and its weights at step STEPS, read from the archive."""
-    index = shipped.verify()
+    index = shipped.verify(shipped.SHIPPED_DIR)  # the full world (the tests run in fast mode)
     archive = shipped.SHIPPED_DIR / "world.tar.xz"
     (entry,) = index["archives"][archive.name]["entries"]
     base = f"world/default/{entry['id']}/"
@@ -96,7 +96,7 @@ def test_numpys_avx512_targets_are_the_ones_this_numpy_dispatches():
 
 @pytest.mark.slow
 def test_a_retrained_prefix_matches_the_shipped_run(tmp_path, monkeypatch):
-    if shipped.read_index() is None:
+    if shipped.read_index(shipped.SHIPPED_DIR) is None:
         pytest.skip("no shipped world in data/world/")
     from helpers.cache.kernels import BLAS_KERNELS, CPU_KERNELS
     from helpers.build.notebook import cpu_kernels

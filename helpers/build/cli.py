@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         index = shipped.pack(read_log=None if args.read_log is None else Path(args.read_log))
         for name, info in sorted(index["archives"].items()):
             print(f"{name}: {info['bytes'] / 1e6:.1f} MB, {len(info['entries'])} entries")
-        print(f"shipped world: {index['total_bytes'] / 1e6:.1f} MB in {shipped.SHIPPED_DIR}")
+        print(f"shipped {index['mode']} world: {index['total_bytes'] / 1e6:.1f} MB in {shipped.shipped_dir()}")
     elif args.command == "rekey":
         failed = shipped.rekey()
         print("re-keyed every shipped entry to the current code" if not failed else

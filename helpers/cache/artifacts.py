@@ -268,7 +268,8 @@ def _record_dep(name: str, params: dict, folder: Path) -> None:
 
 
 @contextmanager
-def _lock(where: Path):
+def lock(where: Path):
+    """Hold `where/.lock` (a folder's writers wait for each other: a build, or `shipped.install`)."""
     where.mkdir(parents=True, exist_ok=True)
     with open(where / ".lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -302,7 +303,7 @@ def build(name: str, **params) -> Path:
     art = _artifact(name)
     where = _params_dir(name, params)
     waited = time.perf_counter()
-    with _lock(where):
+    with lock(where):
         forget_here = [p for p in list(_CHECKED) if p.parent == where]
         for p in forget_here:  # another process may have written here while we waited
             _CHECKED.pop(p, None)

@@ -1,4 +1,5 @@
-"""The shipped world: the full-mode cache entries the notebooks read, committed under `data/world/`.
+"""The shipped world: the full-mode cache entries the notebooks read, committed under `data/world/`, and
+the fast world: the fast-mode entries `make test` reads, committed under `data/fast-world/`.
 
 Training the world and everything built on it takes more than half an hour on two cores, and another
 machine's floats train another world. So the repository ships the entries themselves: one compressed
@@ -17,10 +18,19 @@ archive's SHA-256, size and entries, and the package versions they were built wi
 - `compare_rebuild()` checks a from-scratch rebuild (`make world`, which sets HELPERS_SHIPPED=0 so that
   nothing is unpacked) against the shipped checksums.
 
-Used by `helpers.build.cli` and the setup cell of every notebook (`helpers.build.notebook`).
+The fast world is shipped the same way, for the same reason at a smaller scale: built from scratch, its
+entries took about 5 of a fresh clone's `make test` minutes on two cores. Every function below works on
+the current mode's folder (`shipped_dir()`), and an index records its mode, so neither world is ever
+unpacked into the other's cache. The fast entries are results of one torch thread (`make test`'s), under
+the default settings and under `FAST_OVERRIDES`; a code change rebuilds exactly the entries it touches,
+as for any cache entry, until `make pack-fast` ships them again.
+
+Used by `helpers.build.cli`, the setup cell of every notebook (`helpers.build.notebook`) and the tests'
+session start (tests/conftest.py).
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import io
@@ -41,6 +51,10 @@ from helpers.cache import artifacts
 from helpers import config
 
 SHIPPED_DIR = config.DATA_DIR / "world"
+FAST_DIR = config.DATA_DIR / "fast-world"
+# The settings `make test` also runs the fast world under, besides the defaults: a world where no pair of
+# checkpoints reaches the contrast-set sizes (tests/test_notebooks.py). Their entries are shipped too.
+FAST_OVERRIDES = ({"contrast": {"min_size": 100_000, "min_size_transfer": 100_000}},)
 INDEX = "index.json"
 RESTORE = ("restore it with `git checkout -- {path}` (or a fresh clone), or rebuild every artifact "
            "without the shipped files with `make world`")
@@ -48,7 +62,7 @@ RESTORE = ("restore it with `git checkout -- {path}` (or a fresh clone), or rebu
 
 def read_index(where: Path | None = None) -> dict | None:
     """The shipped index, or None where nothing is shipped. A corrupt index is a `ValueError`."""
-    where = SHIPPED_DIR if where is None else where
+    where = shipped_dir() if where is None else where
     path = where / INDEX
     if not path.exists():
         return None
@@ -64,7 +78,7 @@ def read_index(where: Path | None = None) -> dict | None:
 def verify(where: Path | None = None) -> dict:
     """Check every shipped archive against the index; returns the index. Raises `ValueError` naming
     the first file that is missing or whose checksum differs."""
-    where = SHIPPED_DIR if where is None else where
+    where = shipped_dir() if where is None else where
     index = read_index(where)
     if index is None:
         raise ValueError(f"nothing is shipped: {where / INDEX} does not exist")
@@ -78,10 +92,33 @@ def verify(where: Path | None = None) -> dict:
     return index
 
 
-def _mode_root() -> Path:
-    if config.fast_mode():
-        raise ValueError("the shipped world is a full-mode world; unset HELPERS_FAST to use it")
+def mode() -> str:
+    return "fast" if config.fast_mode() else "full"
+
+
+def shipped_dir() -> Path:
+    """This mode's shipped folder: `data/world/` in full mode, `data/fast-world/` in fast mode."""
+    return FAST_DIR if config.fast_mode() else SHIPPED_DIR
+
+
+def _mode_root(index: dict | None = None) -> Path:
+    """The cache folder of this mode; a `ValueError` where `index` holds the other mode's entries."""
+    shipped_mode = (index or {}).get("mode", "full")
+    if index is not None and shipped_mode != mode():
+        raise ValueError(f"these archives hold the {shipped_mode}-mode world, and this is {mode()} mode: "
+                         + ("unset HELPERS_FAST to use it" if shipped_mode == "full" else "set HELPERS_FAST=1"))
     return config.cache_dir()
+
+
+def _valid_entries() -> list[dict]:
+    """The usable entries of this mode's cache; in fast mode, under the defaults or any of `FAST_OVERRIDES`."""
+    found = {e["id"]: e for e in artifacts.valid_entries()}
+    for overrides in FAST_OVERRIDES if config.fast_mode() else ():
+        with contextlib.ExitStack() as stack:
+            for group, values in overrides.items():
+                stack.enter_context(config.override(group, **values))
+            found.update((e["id"], e) for e in artifacts.valid_entries())
+    return sorted(found.values(), key=lambda e: (e["name"], e["id"]))
 
 
 _DAMAGED = ("manifest is missing", "manifest is corrupt", "files are missing or corrupt")
@@ -100,12 +137,22 @@ def install(where: Path | None = None) -> dict:
     is not opened. Each entry is unpacked into a temporary folder and renamed into place, so an
     interrupted install leaves no partial entry; a damaged copy is moved aside first, then removed.
     """
-    where = SHIPPED_DIR if where is None else where
-    index, root = verify(where), _mode_root()
-    added = present = 0
+    where = shipped_dir() if where is None else where
+    index = verify(where)
+    root = _mode_root(index)
+    with artifacts.lock(root):  # two processes starting at once (two test workers) unpack it once
+        added = _unpack_missing(where, index, root)
+    rekeyed = _apply_rekeys(index)
+    if added or rekeyed:
+        artifacts.forget()  # entries replaced on disk are checked again (unpacked files keep the archive's times)
+    entries = sum(len(info["entries"]) for info in index["archives"].values())
+    return {"added": added, "present": entries - added, "entries": entries}
+
+
+def _unpack_missing(where: Path, index: dict, root: Path) -> int:
+    added = 0
     for name, info in sorted(index["archives"].items()):
         todo = {str(artifacts.entry_folder(e).relative_to(root)) for e in info["entries"] if _needs_unpacking(e)}
-        present += len(info["entries"]) - len(todo)
         if not todo:
             continue
         # Decompressed once, into memory (the largest archive is a few tens of MB): extracting entry by
@@ -117,10 +164,7 @@ def install(where: Path | None = None) -> dict:
             for entry in sorted(todo):
                 _unpack_entry(tar, members, entry, root / entry)
                 added += 1
-    rekeyed = _apply_rekeys(index)
-    if added or rekeyed:
-        artifacts.forget()  # entries replaced on disk are checked again (unpacked files keep the archive's times)
-    return {"added": added, "present": present, "entries": added + present}
+    return added
 
 
 # Re-keying: a shipped entry whose rebuild under the current code reproduced every one of its files is kept
@@ -150,10 +194,10 @@ def rekey(where: Path | None = None) -> list[str]:
     """After a rebuild under the current code (`make world`): record in the index, for every shipped entry
     that the rebuild reproduced file for file, the key of the code that reproduced it. Returns the entries
     it could not re-key (not rebuilt, or a file differs): those need `make pack`. Writes nothing else."""
-    where = SHIPPED_DIR if where is None else where
+    where = shipped_dir() if where is None else where
     index = verify(where)
     differences = compare_rebuild(where)
-    built = {(e["name"], json.dumps(e["params"], sort_keys=True)): e for e in artifacts.valid_entries()}
+    built = {(e["name"], json.dumps(e["params"], sort_keys=True)): e for e in _valid_entries()}
     failed_labels = {line.split(":")[0] for line in differences}
     rekeyed, failed = {}, []
     for info in index["archives"].values():
@@ -194,20 +238,23 @@ def _unpack_entry(tar: tarfile.TarFile, members: list, entry: str, final: Path) 
 def use() -> str:
     """Install the shipped world where it can be used, and say in one line whether it is (the setup
     cell of every notebook prints it)."""
-    if config.fast_mode():
-        return "shipped world: not used in fast mode (small sizes, built on this machine: minutes the first time)"
+    what = "shipped fast world" if config.fast_mode() else "shipped world"
     if os.environ.get("HELPERS_SHIPPED", "1") == "0":
-        return "shipped world: not used (HELPERS_SHIPPED=0: everything is built on this machine, as `make world` does)"
+        return f"{what}: not used (HELPERS_SHIPPED=0: everything is built on this machine, as `make world` does)"
     try:
         index = read_index()
         if index is None:
-            return "shipped world: none in data/world/ (everything is built on this machine)"
+            return (f"{what}: none in data/{shipped_dir().name}/ (everything is built on this machine"
+                    + (": minutes the first time)" if config.fast_mode() else ")"))
         install()
     except ValueError as err:
-        return f"shipped world: NOT USED: {err}"
+        return f"{what}: NOT USED: {err}"
     entries = [e for info in index["archives"].values() for e in info["entries"]]
     usable = sum(artifacts.entry_problem(e) is None for e in entries)
-    return (f"shipped world: verified, {usable} of {len(entries)} shipped entries in use"
+    if config.fast_mode():  # its entries hold several settings (FAST_OVERRIDES): not all can be in use at once
+        return (f"{what}: verified, {usable} of {len(entries)} shipped entries usable with these settings "
+                "(small sizes for the tests; the others: other settings the tests use, or code changed since)")
+    return (f"{what}: verified, {usable} of {len(entries)} shipped entries in use"
             + ("" if usable == len(entries) else
                " (the others: a setting, the code or the thread count changed since they were built)")
             + versions_note(index))
@@ -271,9 +318,9 @@ def pack(where: Path | None = None, read_log: Path | None = None) -> dict:
     An archive whose entries are exactly those it already holds (the same ids: nothing in it was rebuilt) is
     kept byte for byte, with the keys `install` wrote into its manifests recorded under ``rekeyed``: a change
     to a few artifacts adds only their archives to every clone, not the whole world."""
-    where = SHIPPED_DIR if where is None else where
+    where = shipped_dir() if where is None else where
     root = _mode_root()
-    entries = artifacts.valid_entries()
+    entries = _valid_entries()
     if read_log is not None:
         entries = read_entries(read_log, entries)
     if not entries:
@@ -302,7 +349,7 @@ def pack(where: Path | None = None, read_log: Path | None = None) -> dict:
                                                   for e in group), key=lambda e: json.dumps(e, sort_keys=True))}
     for stale in set(p.name for p in where.glob("*.tar.xz")) - set(archives):
         (where / stale).unlink()
-    index = {"format": 1, "mode": "full", "versions": artifacts.package_versions(),
+    index = {"format": 1, "mode": mode(), "versions": artifacts.package_versions(),
              "total_bytes": sum(a["bytes"] for a in archives.values()), "archives": archives}
     if rekeyed:
         index["rekeyed"] = dict(sorted(rekeyed.items()))
@@ -316,9 +363,9 @@ def compare_rebuild(where: Path | None = None) -> list[str]:
     Returns one line per difference (an empty list: the rebuild reproduced every shipped file).
     Entries are matched by artifact and parameters, so a rebuild under another id still compares.
     """
-    where = SHIPPED_DIR if where is None else where
+    where = shipped_dir() if where is None else where
     index = verify(where)
-    built = {(e["name"], json.dumps(e["params"], sort_keys=True)): e for e in artifacts.valid_entries()}
+    built = {(e["name"], json.dumps(e["params"], sort_keys=True)): e for e in _valid_entries()}
     out = []
     for name in sorted(index["archives"]):
         with tarfile.open(where / name, "r:xz") as tar:
