@@ -16,7 +16,7 @@ NEED_PYTHON = @command -v $(PYTHON) >/dev/null || { echo "make: '$(PYTHON)' is n
 unexport PYTHONDONTWRITEBYTECODE
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint notebooks data world worlds rekey pack lab bench clean book check-site assignments release slides test-bare-kernel test-instructor
+.PHONY: help test lint notebooks data world worlds rekey pack pack-fast fast-world lab bench clean book check-site assignments release slides test-bare-kernel test-instructor
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed -E 's/^([a-z-]+):.*## /  make \1\t/' | expand -t 22
@@ -88,6 +88,24 @@ pack: $(STAMP)  ## maintainers: rebuild what changed, rerun the notebooks, write
 	$(PY) -m helpers pack --read-log data/read.log
 	HELPERS_CACHE=data/cache $(PY) -m helpers world-results --world-seed 0  # the shipped world's result files
 	$(PY) -m helpers notebooks --jobs 2  # again: the setup cells print how many shipped entries the new archives hold
+
+# Maintainers, after a code change that rebuilt fast-mode entries: `make test` builds them (one torch thread,
+# under the default settings and the poor world of tests/test_notebooks.py); this ships every valid one
+# (data/fast-world/), so that a fresh clone's `make test` unpacks them instead of training them. An archive
+# whose entries are unchanged is kept byte for byte.
+pack-fast: $(STAMP)  ## maintainers: after `make test`, write data/fast-world/ from the fast cache
+	HELPERS_THREADS=1 $(PY) -m helpers pack --fast
+
+# Maintainers: rebuild the fast world from scratch into data/scratch (one torch thread, as `make test`),
+# under the default settings and the poor world, then compare it file for file with data/fast-world/.
+fast-world: export OMP_WAIT_POLICY = PASSIVE
+fast-world: export HELPERS_THREADS = 1
+fast-world: export HELPERS_CACHE = data/scratch
+fast-world: $(STAMP)  ## maintainers: rebuild the fast world from scratch and compare it with data/fast-world/
+	$(PY) -m helpers build --fast --scratch --jobs 2
+	HELPERS_OVERRIDES='{"contrast": {"min_size": 100000, "min_size_transfer": 100000}}' \
+		$(PY) -m helpers build --fast --scratch --jobs 2
+	$(PY) -m helpers verify-rebuild --fast
 
 # The extras of `lab` and `bench` are installed once (a stamp each), like .venv itself.
 $(VENV)/.installed-lab: $(STAMP)

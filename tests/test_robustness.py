@@ -31,7 +31,8 @@ def test_sigkill_during_build_then_rerun(world, tmp_path, monkeypatch):
     # Start from the already trained fast world, so the killed build is in the greedy stage.
     shutil.copytree(artifacts.folder("world").parent, cache / "fast" / "world" / "default")
     env = {**os.environ, "HELPERS_CACHE": str(cache), "HELPERS_FAST": "1", "HELPERS_THREADS": "1"}
-    cmd = [sys.executable, "-m", "helpers", "build", "--fast", "--only", "greedy"]
+    # --scratch: the shipped fast world is not unpacked, so the greedy stage has something to build
+    cmd = [sys.executable, "-m", "helpers", "build", "--fast", "--scratch", "--only", "greedy"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and not list((cache / "fast").glob("greedy/*/.tmp-*")):
