@@ -112,6 +112,7 @@ def test_each_mode_ships_its_own_world_and_never_unpacks_the_other(toy, monkeypa
     index = shipped.pack(fast)
     assert index["mode"] == "fast"
     assert len(index["archives"]["toy_for_shipping.tar.xz"]["entries"]) == 2  # one per setting
+    assert shipped.compare_rebuild(fast) == []  # same parameters, other settings: each matched to its own
     monkeypatch.setattr(shipped, "FAST_DIR", fast)
     assert shipped.use() == ("shipped fast world: verified, 1 of 2 shipped entries usable with these settings "
                              "(small sizes for the tests; the others: other settings the tests use, or code "

@@ -361,18 +361,19 @@ def compare_rebuild(where: Path | None = None) -> list[str]:
     """Compare the valid entries of the current cache with the shipped ones, file by file.
 
     Returns one line per difference (an empty list: the rebuild reproduced every shipped file).
-    Entries are matched by artifact and parameters, so a rebuild under another id still compares.
+    Entries are matched by artifact, parameters and the settings they read, so a rebuild under another id
+    still compares (the fast world holds entries of the same parameters under several settings).
     """
     where = shipped_dir() if where is None else where
     index = verify(where)
-    built = {(e["name"], json.dumps(e["params"], sort_keys=True)): e for e in _valid_entries()}
+    built = {_match_key(e): e for e in _valid_entries()}
     out = []
     for name in sorted(index["archives"]):
         with tarfile.open(where / name, "r:xz") as tar:
             manifests = {m.name: m for m in tar.getmembers() if m.name.endswith("/" + artifacts.MANIFEST)}
             for member in sorted(manifests):
                 shipped = json.loads(tar.extractfile(manifests[member]).read())
-                key = (shipped["name"], json.dumps(shipped["params"], sort_keys=True))
+                key = _match_key(shipped)
                 label = f"{shipped['name']} ({artifacts.label(shipped['params'])})"
                 if key not in built:
                     out.append(f"{label}: not rebuilt")
@@ -386,6 +387,11 @@ def compare_rebuild(where: Path | None = None) -> list[str]:
                     if not here.exists() or theirs is None or not same_content(file, theirs.read(), here.read_bytes()):
                         out.append(f"{label}: {file} differs")
     return out
+
+
+def _match_key(manifest: dict) -> tuple[str, str, str]:
+    """What makes two builds the same entry: artifact, parameters and the settings it read."""
+    return tuple(json.dumps(manifest[k], sort_keys=True) for k in ("name", "params", "reads"))
 
 
 # What may differ between two builds of the same entry without changing a result: how long a step took,
