@@ -93,6 +93,7 @@ def verify(where: Path | None = None) -> dict:
 
 
 def mode() -> str:
+    """"fast" where HELPERS_FAST=1, else "full": the mode whose world the functions below ship."""
     return "fast" if config.fast_mode() else "full"
 
 
@@ -142,7 +143,7 @@ def install(where: Path | None = None) -> dict:
     root = _mode_root(index)
     with artifacts.lock(root):  # two processes starting at once (two test workers) unpack it once
         added = _unpack_missing(where, index, root)
-    rekeyed = _apply_rekeys(index)
+        rekeyed = _apply_rekeys(index)
     if added or rekeyed:
         artifacts.forget()  # entries replaced on disk are checked again (unpacked files keep the archive's times)
     entries = sum(len(info["entries"]) for info in index["archives"].values())
