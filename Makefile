@@ -105,7 +105,7 @@ fast-world: export HELPERS_CACHE = data/scratch
 fast-world: $(STAMP)  ## maintainers: rebuild the fast world from scratch and compare it with data/fast-world/
 	$(PY) -m helpers build --fast --scratch --jobs 2
 	$(PY) -m helpers notebooks --fast --scratch --no-save --only '0[1-3]_*' --jobs 2
-	HELPERS_OVERRIDES='{"contrast": {"min_size": 100000, "min_size_transfer": 100000}}' \
+	HELPERS_OVERRIDES="$$($(PY) -c 'import json; from helpers.cache.shipped import FAST_OVERRIDES as o; print(json.dumps(o[0]))')" \
 		$(PY) -m helpers notebooks --fast --scratch --no-save --only '0[04-7]_*' --jobs 2
 	$(PY) -m helpers verify-rebuild --fast
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +49,19 @@ def checkpoint(world):
     name = world["selected"][-1]
     model, tok = load_checkpoint(name)
     return name, model, tok
+
+
+@pytest.fixture(scope="session")
+def run_folder(tmp_path_factory, worker_id):
+    """`run_folder(name)`: a temporary folder for this test run, which pytest-xdist's workers share (one
+    worker builds what goes in it, holding `helpers.cache.artifacts.lock`; the others then read it)."""
+    def folder(name: str) -> Path:
+        if worker_id == "master":  # no workers: this session's own folder
+            return tmp_path_factory.mktemp(name)
+        shared = tmp_path_factory.getbasetemp().parent / name  # the run's folder, above each worker's
+        shared.mkdir(exist_ok=True)
+        return shared
+    return folder
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ front page opens with "Start here"; answer twins are titled "Answers: …", so s
 under one title; maths is typeset by the site's own MathJax; there is no empty general index.
 
 No browser here: `make check-site` opens the pages in Chromium (at a phone's and a laptop's width)."""
-import fcntl
 import json
 import re
 import shutil
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from helpers.cache.artifacts import lock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -54,16 +55,11 @@ def images_in(nb_path: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory, worker_id) -> Path:
-    """The site, built once per test run: under pytest-xdist the first worker to ask builds it into the
-    run's shared temporary folder, holding a lock, and the other reads it (a second build cost ~30 s)."""
-    if worker_id == "master":
-        out = tmp_path_factory.mktemp("book")
-    else:
-        out = tmp_path_factory.getbasetemp().parent / "book"  # this run's folder, shared by its workers
-    out.mkdir(exist_ok=True)
-    with open(out / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+def site(run_folder) -> Path:
+    """The site, built once per test run: the first worker to ask builds it, the other reads it (a second
+    build cost ~30 s)."""
+    out = run_folder("book")
+    with lock(out):
         if not (out / "built").exists():
             result = build(ROOT, out)
             assert result.returncode == 0, f"make book fails:\n{result.stdout}\n{result.stderr}"

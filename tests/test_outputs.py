@@ -112,15 +112,12 @@ def cell_outputs(nb) -> list[tuple[str, ...]]:
 
 
 @pytest.fixture(scope="module")
-def shipped_cache(tmp_path_factory, worker_id):
-    """A cache holding the shipped world; under pytest-xdist one for the run, which its workers share
-    (`shipped.install` holds the cache's lock, so the second worker finds it unpacked)."""
+def shipped_cache(run_folder):
+    """A cache holding the shipped world, one for the test run (`shipped.install` holds the cache's lock,
+    so a second worker finds it unpacked)."""
     if shipped.read_index(shipped.SHIPPED_DIR) is None:
         pytest.skip("no shipped world in data/world/")
-    if worker_id == "master":
-        root = tmp_path_factory.mktemp("shipped-cache")
-    else:
-        root = tmp_path_factory.getbasetemp().parent / "shipped-cache"
+    root = run_folder("shipped-cache")
     mp = pytest.MonkeyPatch()
     mp.setenv("HELPERS_CACHE", str(root))
     mp.setenv("HELPERS_FAST", "0")
