@@ -34,8 +34,9 @@ test:  ## the linter, unit tests, every notebook in fast mode, the shipped world
 lint: $(STAMP)  ## ruff on helpers/, tests/, tools/, book/ and course.py (pyproject.toml's [tool.ruff])
 	$(VENV)/bin/ruff check --quiet helpers tests tools book course.py
 
-# Two notebooks at a time (each in its own kernel, reading the same cache: the same outputs as one at a
-# time), with OpenMP threads that sleep while they wait, as in `make world` (course.py notebooks).
+# Two notebooks at a time (two kernels, each running the next notebook of one queue after emptying its
+# namespace and settings; they read the same cache: the same outputs as one at a time, each in a fresh
+# kernel), with OpenMP threads that sleep while they wait, as in `make world` (course.py notebooks).
 notebooks:  ## execute the whole series in full mode, saving outputs (two notebooks at a time)
 	$(NEED_PYTHON)
 	$(PYTHON) course.py notebooks

@@ -73,10 +73,13 @@ def check_python():
 
 def install(extra=""):
     """.venv with the package (and its `extra`: "dev", "lab", "bench" or "grade") at requirements.lock's versions,
-    once: a stamp in .venv records it, and is stale when pyproject.toml or requirements.lock is newer."""
+    once: a stamp in .venv records it, and is stale when pyproject.toml or requirements.lock is newer. Every
+    extra's install holds the package too, so a current stamp of any extra also does for the package alone
+    (`make notebooks` after `make test` installs nothing)."""
     stamp = VENV / (".installed" + ("-" + extra if extra else ""))
     sources = [ROOT / "pyproject.toml", ROOT / "requirements.lock"]
-    if stamp.exists() and all(stamp.stat().st_mtime >= s.stat().st_mtime for s in sources):
+    enough = [stamp] if extra else [stamp, *(VENV / (".installed-" + other) for other in WARM if other)]
+    if any(s.exists() and all(s.stat().st_mtime >= source.stat().st_mtime for source in sources) for s in enough):
         return
     if not venv_python().exists():
         check_python()
@@ -91,9 +94,8 @@ def install(extra=""):
 
 
 def notebooks():
-    install()
-    run(venv_python(), "-m", "helpers", "build")  # unpack the shipped world, build whatever it lacks
-    run(venv_python(), "-m", "helpers", "notebooks", "--jobs", "2", OMP_WAIT_POLICY="PASSIVE")
+    install()  # then unpack the shipped world, build whatever the notebooks read that it lacks, run them
+    run(venv_python(), "-m", "helpers", "notebooks", "--build", "--jobs", "2", OMP_WAIT_POLICY="PASSIVE")
 
 
 def test(pytest_args):

@@ -27,11 +27,14 @@ def pytest_sessionstart(session):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The output check first. It needs only the shipped world, so under `pytest -n 2 --dist worksteal` (which
-    starts one worker at each half of the list) one worker runs it while the other trains the fast world.
-    In collection order, both workers' first tests waited for that training: one of them idled 80 s."""
-    # stable: the rest keep their order
-    items.sort(key=lambda item: not item.nodeid.startswith("tests/test_outputs.py"))
+    """The two longest runs apart: the output check (its two halves, about 4 minutes) first and the fast-mode
+    notebook runs (about 3 minutes) last. `pytest -n 2 --dist worksteal` starts one worker at each half of
+    the list, so one worker begins with the output check and the other ends with the notebook runs, and
+    the short tests between them are shared by stealing. Side by side at the head of one worker's list,
+    the long runs kept that worker busy after the other had finished."""
+    def place(item) -> int:  # stable: the rest keep their order
+        return {"tests/test_outputs.py": 0, "tests/test_notebooks.py": 2}.get(item.nodeid.split("::")[0], 1)
+    items.sort(key=place)
 
 
 @pytest.fixture(scope="session")

@@ -78,6 +78,13 @@ def test_install_runs_pip_once_then_again_when_the_lock_changes(fake_venv):
     assert len(calls) == 4
     course.install("dev")
     assert calls[4][calls[4].index("-e") + 1] == ".[dev]" and (root / ".venv" / ".installed-dev").exists()
+    stamp.unlink()
+    course.install()  # the developer tools' install holds the package too
+    assert len(calls) == 6
+    for name in ("pyproject.toml", "requirements.lock"):
+        os.utime(root / name, (stamp.parent.joinpath(".installed-dev").stat().st_mtime + 10,) * 2)
+    course.install()  # a stale stamp of an extra does not count
+    assert len(calls) == 8 and calls[6][calls[6].index("-e") + 1] == "."
 
 
 def test_windows_runs_the_venvs_python_from_scripts(monkeypatch):

@@ -1,10 +1,11 @@
 """Every notebook executes in fast mode (chapters 00 and 04-07 on a world that misses the contrast-set
 thresholds, the others on the fast world as it is): its answer twin (notebooks/solutions/), which holds the
 whole notebook; the learner's copy is the twin without the solution cells, checked by tests/test_twins.py
-instead of being run a second time. A chapter's notebooks (00.1 and 00.2, ...) run one after another in one
-fresh kernel (`run_chapter`): a kernel start and the imports, about 8 s, once per chapter instead of once per
-notebook. That each notebook also runs on its own: `make notebooks` runs each alone in a fresh kernel, the
-output check (tests/test_outputs.py) compares a chapter kernel's outputs with those, and
+instead of being run a second time. Each of those two runs executes its notebooks one after another in one
+fresh kernel (`run_together`): a kernel start and the imports, about 12 s on two cores, once per run instead
+of once per notebook. That each notebook also runs on its own: `make notebooks` runs them after other
+predecessors than the output check does (tests/test_outputs.py compares the two), settings are reset and
+checked between notebooks (`test_notebooks_sharing_a_kernel_start_clean`), and
 `test_no_notebook_uses_a_name_it_does_not_define` finds a name left by another notebook without running."""
 import json
 import os
@@ -14,7 +15,7 @@ import sys
 import nbformat
 import pytest
 
-from helpers.build.cli import chapters, notebook_paths, run_chapter
+from helpers.build.cli import chapters, notebook_paths, run_together
 from helpers.cache import shipped
 
 NOTEBOOKS = notebook_paths()
@@ -54,11 +55,14 @@ def test_every_notebook_belongs_to_a_chapter_that_runs():
     assert len(CHAPTERS) >= 8 and all(CHAPTERS.values())
 
 
+def in_chapters(names: list[str]) -> list:
+    return [path for name in names for path in CHAPTERS[name]]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("chapter", OTHER_CHAPTERS)
-def test_notebook_runs_in_fast_mode(chapter: str):
+def test_notebooks_run_in_fast_mode():
     assert os.environ.get("HELPERS_FAST") == "1"
-    for nb in run_chapter(CHAPTERS[chapter], timeout=600):
+    for nb in run_together(in_chapters(OTHER_CHAPTERS), timeout=600):
         assert_checks_pass(nb)
 
 
@@ -72,20 +76,20 @@ def assert_checks_pass(nb):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chapter", CONTRAST_CHAPTERS)
-def test_notebook_runs_on_a_world_without_large_enough_contrast_sets(chapter: str, monkeypatch):
+def test_notebooks_run_on_a_world_without_large_enough_contrast_sets(monkeypatch):
     """A world that misses a threshold (here: no pair of checkpoints reaches the contrast-set size) is
     reported by the notebook, which goes on with what exists instead of crashing.
 
     This is also the fast-mode run of the chapters that use contrast sets (00, 04-07): running them a
-    second time on the fast world's own thresholds took four more kernels (about a minute of `make test`).
+    second time on the fast world's own thresholds took another kernel and about a minute of `make test`.
     Their cells on a world that *has* large enough contrast sets run in full mode in tests/test_outputs.py.
     The override changes only the contrast-set sizes, so the adapters, answers and read-outs these runs
     build or read are the fast world's own; the results tables that do read the sizes are built on the
     fast world's thresholds by tests/test_cache_traces.py."""
     assert os.environ.get("HELPERS_FAST") == "1"
     monkeypatch.setenv("HELPERS_OVERRIDES", POOR_WORLD)
-    for path, nb in zip(CHAPTERS[chapter], run_chapter(CHAPTERS[chapter], timeout=600)):
+    paths = in_chapters(CONTRAST_CHAPTERS)
+    for path, nb in zip(paths, run_together(paths, timeout=600)):
         assert_checks_pass(nb)
         text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                          for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
@@ -135,3 +139,49 @@ def test_the_kernel_imports_this_checkouts_helpers(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     main.run_notebook(path, inplace=False)
     assert seen["env"]["PYTHONPATH"].split(os.pathsep) == [str(config.REPO_ROOT), "/elsewhere"]
+
+
+def test_make_notebooks_builds_only_what_the_shipped_world_lacks(monkeypatch, capsys):
+    """`notebooks --build` (make notebooks) builds first only where the shipped world is not wholly in use,
+    then runs each notebook once: two threads, each with one kernel, taking notebooks from one queue."""
+    import threading
+
+    import helpers.build.cli as main
+
+    built, ran = [], {}
+    monkeypatch.setattr(main.shipped, "use", lambda: "shipped world: ...")
+    monkeypatch.setattr(main, "build_all", lambda: built.append(True))
+    for complete in (True, False):
+        monkeypatch.setattr(main.shipped, "complete", lambda complete=complete: complete)
+        main.prepare()
+    assert built == [True]
+    assert "nothing to build" in capsys.readouterr().out
+
+    def together(paths, timeout, done):  # what one kernel would run
+        for path in paths:
+            ran[path] = threading.get_ident()
+            done(path, None, 1.0)
+
+    monkeypatch.setattr(main, "run_together", together)
+    main.run_notebooks(NOTEBOOKS, save=False, jobs=2)
+    assert sorted(ran) == sorted(NOTEBOOKS) and threading.get_ident() not in ran.values()
+    assert list(ran)[0].name.startswith("00") and "s" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_notebooks_sharing_a_kernel_start_clean(tmp_path):
+    """Between two notebooks in one kernel (`run_together`): an empty namespace, cells counted from 1 again,
+    and a setting left changed stops the run, naming it."""
+    from nbclient.exceptions import CellExecutionError
+
+    cells = {"a": ["x = 1", "x"], "b": ["print('x' in dir())"],
+             "c": ["from helpers import config\nconfig.override('self_consistency', num_beams=5)"], "d": ["1"]}
+    paths = []
+    for name, sources in cells.items():
+        paths.append(tmp_path / f"{name}.ipynb")
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in sources]), paths[-1])
+    seen = {}
+    with pytest.raises(CellExecutionError, match="left settings changed.*num_beams"):
+        run_together(paths, timeout=120, done=lambda path, nb, seconds: seen.update({path.stem: nb}))
+    assert [c.execution_count for c in seen["b"].cells] == [1] == [c.execution_count for c in seen["c"].cells]
+    assert seen["b"].cells[0].outputs[0]["text"] == "False\n" and "d" not in seen

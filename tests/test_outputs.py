@@ -1,10 +1,11 @@
 """The committed outputs are what the code produces: every notebook, executed in full mode against the
 shipped world, prints exactly the text its committed copy shows.
 
-The shipped world (data/world/) is unpacked into a temporary cache, each chapter's notebooks run one after
-another in one fresh kernel (`run_chapter`: `%reset -f` between them; a kernel start and about 8 s of
-imports once per chapter instead of once per notebook), and the text of every output (streams,
-`text/plain`, `text/html`, errors) is compared cell by cell with the committed notebook. The comparison
+The shipped world (data/world/) is unpacked into a temporary cache, each half of the series (chapters
+00-03, then 04-07) runs one notebook after another in one fresh kernel, in order (`run_together`: `%reset
+-f` between them; a kernel start and about 12 s of imports once per half instead of once per notebook), and
+the text of every output (streams, `text/plain`, `text/html`, errors) is compared cell by cell with the
+committed notebook. The comparison
 rule (also in docs/platforms.md):
 
 - consecutive pieces of one stream are joined (the kernel splits them at random flushes), ANSI colour
@@ -25,11 +26,12 @@ notebooks`). Images are not compared byte for byte; their number per cell is.
 Where a chapter has an answer twin (notebooks/solutions/), the twin is the notebook executed and compared
 (`notebook_paths`); its learner's copy holds the same outputs minus the solutions (tests/test_twins.py).
 
-That each notebook runs on its own: `make notebooks` executes every notebook alone in a fresh kernel, so the
-committed outputs are a fresh kernel's. A notebook that leaned on what an earlier one of its chapter left
-would either name a variable that `%reset -f` removed (a NameError here, and ruff's undefined-name rule in
-tests/test_notebooks.py finds it without running anything) or print other text than its committed, fresh
-kernel's outputs (a failure here).
+That each notebook runs on its own: `make notebooks` runs the notebooks in two kernels, each taking the
+next notebook from a shared queue in another order than this (which notebook follows which depends on
+timing). A notebook that leaned on what an earlier one left would either name a variable that `%reset -f`
+removed (a NameError, and ruff's undefined-name rule in tests/test_notebooks.py finds it without running
+anything), stop at a setting left changed (`run_together`), or print other text after another predecessor
+than the committed one (a failure here, or a fresh clone's `make notebooks` leaving `git status` unclean).
 """
 from __future__ import annotations
 
@@ -40,9 +42,11 @@ import nbformat
 import pytest
 
 from helpers.cache import shipped
-from helpers.build.cli import chapters, join_streams, run_chapter
+from helpers.build.cli import chapters, join_streams, run_together
 
 CHAPTERS = chapters()
+HALVES = {f"{names[0]}-{names[-1]}": [path for name in names for path in CHAPTERS[name]]
+          for names in (sorted(CHAPTERS)[:len(CHAPTERS) // 2], sorted(CHAPTERS)[len(CHAPTERS) // 2:])}
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 _ENVIRONMENT = re.compile(r"^((?:stdout: )?)(?:python \d+\.\d+\.\d+\S*, torch .*|CPU kernels: .*)\n?", re.MULTILINE)
@@ -129,10 +133,10 @@ def shipped_cache(run_folder):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
-def test_committed_outputs_are_what_the_code_prints(chapter: str, shipped_cache):
+@pytest.mark.parametrize("half", sorted(HALVES))
+def test_committed_outputs_are_what_the_code_prints(half: str, shipped_cache):
     exact = same_environment()
-    for path, executed in zip(CHAPTERS[chapter], run_chapter(CHAPTERS[chapter], timeout=900)):
+    for path, executed in zip(HALVES[half], run_together(HALVES[half], timeout=900)):
         want, got = cell_outputs(nbformat.read(path, as_version=4)), cell_outputs(executed)
         assert len(want) == len(got)
         for i, (w, g) in enumerate(zip(want, got)):

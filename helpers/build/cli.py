@@ -3,7 +3,8 @@
 - `build`: unpack the shipped world (`helpers.cache.shipped`), then build whatever is missing;
   `build --scratch` ignores the shipped files (`make world`).
 - `notebooks`: execute the notebooks in place (`--only GLOB`, `--no-save`): each chapter's answer twin
-  (notebooks/solutions/) where it exists, saving the twin and its learner's copy (`helpers.build.twins`).
+  (notebooks/solutions/) where it exists, saving the twin and its learner's copy (`helpers.build.twins`);
+  `--build` first does what `build` does, unless every shipped entry is in use (`make notebooks`).
 - `twins`: rewrite the learner's notebooks from their twins, without executing anything (`--only GLOB`).
 - `pack`: write the shipped archives from the cache; `verify-rebuild`: compare the cache with them;
   `rekey`: after a rebuild that reproduced them, record the current code's key for the shipped entries.
@@ -13,12 +14,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import importlib
 import multiprocessing
 import os
+import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
@@ -81,8 +84,7 @@ def notebook_paths(pattern: str = "*.ipynb") -> list[Path]:
 
 
 def chapters(pattern: str = "*.ipynb") -> dict[str, list[Path]]:
-    """`notebook_paths` grouped by chapter (the file name's first two characters), chapters in order: the
-    unit that the fast-mode and output tests run in one kernel."""
+    """`notebook_paths` grouped by chapter (the file name's first two characters), chapters in order."""
     paths = notebook_paths(pattern)
     return {chapter: [p for p in paths if p.name[:2] == chapter] for chapter in sorted({p.name[:2] for p in paths})}
 
@@ -116,53 +118,87 @@ def _kernel_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": paths}
 
 
-def run_chapter(paths: list[Path], timeout: int = 1800) -> list:
-    """Execute a chapter's notebooks one after another in ONE fresh kernel, without saving; returns the
-    executed notebooks (streams joined and widgets stripped, as `run_notebook` saves them). For the tests
-    only: it saves a kernel start and the imports (about 8 s) per notebook after the first. Between
-    notebooks `%reset -f` empties the namespace (the imported modules stay loaded), so a notebook cannot use
-    a variable an earlier one left; that none names one is also checked statically (ruff's undefined-name
-    rule, tests/test_notebooks.py). `make notebooks` runs each notebook alone in a fresh kernel
-    (`run_notebook`), so the committed outputs are a fresh kernel's, and the output check
-    (tests/test_outputs.py) compares a chapter kernel's outputs with them."""
-    nbs = [nbformat.read(path, as_version=4) for path in paths]
-    folder = twins.student_path(paths[0]).parent if twins.is_twin(paths[0]) else paths[0].parent
-    client = _client(nbs[0], folder, timeout)
-    with client.setup_kernel(env=_kernel_env()):
-        for number, nb in enumerate(nbs):
-            if number:  # in a notebook of its own, so that no executed notebook holds the reset
-                reset = nbformat.v4.new_code_cell("%reset -f")
-                client.nb = nbformat.v4.new_notebook(cells=[reset])
-                client.execute_cell(reset, 0)
+# Between two notebooks in one kernel: an empty namespace, the settings as the environment gives them
+# (HELPERS_OVERRIDES), and the next notebook's cells counted from 1, as in a fresh kernel (the cell after
+# this one gets 1). A setting a notebook changed and left changed stops the run: it would reach the next.
+_BETWEEN = """%reset -f
+from helpers.config import recorded as _recorded
+_left = _recorded.overrides()
+_recorded.reset()
+_recorded.overrides_from_environment()
+assert _left == _recorded.overrides(), f"a notebook left settings changed: {_left}"
+del _recorded, _left
+get_ipython().execution_count = 1"""
+
+
+def run_together(paths, timeout: int = 1800, done=None) -> list:
+    """Execute notebooks (any iterable of paths, read as each one's turn comes) one after another in ONE fresh
+    kernel, without saving; returns the executed notebooks (streams joined and widgets stripped, as
+    `run_notebook` saves them), and calls `done(path, notebook, seconds)` as each one finishes. It saves a
+    kernel start and the imports (about 12 s on two cores) per notebook after the first. Between notebooks
+    `%reset -f` empties the namespace (the imported modules stay loaded), so a notebook cannot use a
+    variable an earlier one left; that none names one is also checked statically (ruff's undefined-name
+    rule, tests/test_notebooks.py), and `_BETWEEN` refuses a setting left changed."""
+    nbs, client = [], None
+    with contextlib.ExitStack() as kernel:
+        for path in paths:
+            nb = nbformat.read(path, as_version=4)
+            start = time.perf_counter()
+            if client is None:
+                folder = twins.student_path(path).parent if twins.is_twin(path) else path.parent
+                client = _client(nb, folder, timeout)
+                kernel.enter_context(client.setup_kernel(env=_kernel_env()))
+            else:  # in a notebook of its own, so that no executed notebook holds it (an error stops the run)
+                between = nbformat.v4.new_code_cell(_BETWEEN)
+                client.nb = nbformat.v4.new_notebook(cells=[between])
+                client.execute_cell(between, 0)
             client.nb = nb
             client.reset_execution_trackers()
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
             join_streams(nb)
-            explorers.strip_widgets(nb)
+            explorers.strip_widgets(nb)  # the explorers' static figures stay; random widget ids would change
+            nbs.append(nb)
+            if done is not None:
+                done(path, nb, time.perf_counter() - start)
     return nbs
+
+
+def _save(path: Path, nb, metadata) -> None:
+    """Write an executed notebook over `path` with its committed `metadata` (the kernel's Python version is no
+    result: another Python rewrites only outputs); a twin's learner copy is rewritten from it."""
+    nb.metadata = metadata
+    tmp = path.with_suffix(".ipynb.tmp")
+    nbformat.write(nb, tmp)
+    os.replace(tmp, path)
+    if twins.is_twin(path):
+        twins.write_student_copy(path)
+
+
+def _read_checked(path: Path):
+    """The committed notebook; for a twin, checked first that its solutions are in place (it fails now,
+    not after the run)."""
+    nb = nbformat.read(path, as_version=4)
+    if twins.is_twin(path):
+        twins.student_copy(nb, path.name)
+    return nb
 
 
 def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = False):
     """Execute one notebook in a fresh kernel (in the notebooks folder, also for an answer twin);
     returns seconds (or, with `keep`, the executed notebook). Saving a twin also writes its learner's copy."""
-    nb = nbformat.read(path, as_version=4)
+    nb = _read_checked(path) if inplace else nbformat.read(path, as_version=4)
     committed_metadata = copy.deepcopy(nb.metadata)
     folder = twins.student_path(path).parent if twins.is_twin(path) else path.parent
-    if inplace and twins.is_twin(path):
-        twins.student_copy(nb, path.name)  # a solution out of place fails now, not after the run
     start = time.perf_counter()
     _client(nb, folder, timeout).execute(env=_kernel_env())
     seconds = time.perf_counter() - start
-    nb.metadata = committed_metadata  # the kernel's Python version is no result: another Python rewrites only outputs
     join_streams(nb)
-    explorers.strip_widgets(nb)  # the explorers' static figures stay; random widget ids would change every run
+    explorers.strip_widgets(nb)
     if inplace:
-        tmp = path.with_suffix(".ipynb.tmp")
-        nbformat.write(nb, tmp)
-        os.replace(tmp, path)
-        if twins.is_twin(path):
-            twins.write_student_copy(path)
+        _save(path, nb, committed_metadata)
+    else:
+        nb.metadata = committed_metadata
     return nb if keep else seconds
 
 
@@ -174,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None,
                         help="build: the last stage to build; notebooks, twins: a glob of notebook file names")
     parser.add_argument("--no-save", action="store_true", help="execute notebooks without writing outputs back")
+    parser.add_argument("--build", action="store_true",
+                        help="notebooks: first unpack the shipped world, build what the notebooks read that it lacks")
     parser.add_argument("--scratch", action="store_true", help="do not unpack the shipped world (HELPERS_SHIPPED=0)")
     parser.add_argument("--read-log", default=None, help="pack: ship only the entries this HELPERS_READ_LOG file lists")
     parser.add_argument("--jobs", type=int, default=1,
@@ -235,15 +273,46 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "twins":
         for path in twins.write_student_copies(NOTEBOOK_DIR, args.only or "*.ipynb"):
             print(f"rewrote {path.relative_to(NOTEBOOK_DIR.parent)}", flush=True)
-    elif args.jobs > 1:  # the later notebooks are the longer ones: start them first
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_for_workers("run_notebook"), path, not args.no_save): path
-                       for path in reversed(notebook_paths(args.only or "*.ipynb"))}
-            for future in as_completed(futures):
-                print(f"{futures[future].relative_to(NOTEBOOK_DIR)}: {future.result():.1f} s", flush=True)
     else:
-        for path in notebook_paths(args.only or "*.ipynb"):
-            seconds = run_notebook(path, inplace=not args.no_save)
-            print(f"{path.relative_to(NOTEBOOK_DIR)}: {seconds:.1f} s", flush=True)
+        if args.build:
+            prepare()
+        run_notebooks(notebook_paths(args.only or "*.ipynb"), save=not args.no_save, jobs=args.jobs)
     return 0
 
+
+def prepare() -> None:
+    """Before the notebooks run (`make notebooks`): unpack the shipped world and, unless every shipped entry
+    is in use (then it holds all the notebooks read), build what they load first, so that no notebook's
+    saved outputs show a build."""
+    print(shipped.use(), flush=True)
+    if shipped.complete():
+        print("nothing to build: the notebooks read only shipped entries", flush=True)
+    else:
+        build_all()
+
+
+def run_notebooks(paths: list[Path], save: bool, jobs: int = 1) -> None:
+    """Execute `paths`, saving each (unless not `save`), with `jobs` threads: each starts one kernel and runs
+    the notebooks it takes from a shared queue one after another in it (`run_together`), so the imports are
+    paid once per thread instead of once per notebook (about 3 minutes of `make notebooks` on two cores).
+    Which notebook follows which depends on timing, and the committed outputs do not: the output check
+    (tests/test_outputs.py) runs them in another order, and a fresh clone's `make notebooks` leaves
+    `git status` clean. Chapter 00 (it trains a model live) and the last chapters (the longest builds) go
+    first and the short middle ones last, so that both threads finish together."""
+    metadata = {path: copy.deepcopy(_read_checked(path).metadata) for path in paths}
+    first = [p for p in paths if p.name.startswith("00")]
+    queue = [*first, *reversed([p for p in paths if p not in first])]
+    lock = threading.Lock()
+
+    def take() -> Path | None:
+        with lock:
+            return queue.pop(0) if queue else None
+
+    def done(path: Path, nb, seconds: float) -> None:
+        if save:
+            _save(path, nb, metadata[path])
+        print(f"{path.relative_to(NOTEBOOK_DIR)}: {seconds:.1f} s", flush=True)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for future in [pool.submit(run_together, iter(take, None), 1800, done) for _ in range(jobs)]:
+            future.result()

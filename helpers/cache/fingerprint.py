@@ -88,6 +88,10 @@ def _digest(module: str) -> tuple[str, tuple[str, ...]]:
     path = _path(module)
     if path is None:  # no source to read: its code is not tracked (say so in its docstring where it matters)
         return "no source file", ()
+    return _path_digest(path, module)
+
+
+def _path_digest(path: Path, module: str) -> tuple[str, tuple[str, ...]]:
     stamp = path.stat().st_mtime_ns
     memo = _DIGESTS.get(path)
     if memo is None or memo[0] != stamp:
@@ -141,8 +145,15 @@ def _code_digest(path: Path) -> str:
     return _tree_digest(_strip_docstrings(ast.parse(path.read_text())))
 
 
-# The code of the helpers sources as this process imported them (comments and docstrings aside).
-_AT_IMPORT = {path: _code_digest(path) for path in Path(__file__).resolve().parents[1].rglob("*.py")}
+def _module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+# The code of the helpers sources as this process imported them (comments and docstrings aside), each file
+# parsed once: the fingerprints read the same digests (`_DIGESTS`) until a file changes.
+_PACKAGE = Path(__file__).resolve().parents[1]
+_AT_IMPORT = {path: _path_digest(path, _module_name(path, _PACKAGE))[0] for path in _PACKAGE.rglob("*.py")}
 _SEEN = _source_files()
 _GENERATION = [0]
 

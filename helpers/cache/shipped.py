@@ -6,11 +6,11 @@ machine's floats train another world. So the repository ships the entries themse
 archive per artifact (`data/world/<name>.tar.xz`) and `data/world/index.json`, which gives each
 archive's SHA-256, size and entries, and the package versions they were built with.
 
-- `install()` (run by `python -m helpers build`, so by `make notebooks`, and by `use()` in the setup
-  cell of every notebook, so a notebook opened in JupyterLab uses it too) checks every archive against
-  its checksum first, then unpacks the entries the cache does not already hold. A file that fails
-  its checksum stops it with a `ValueError` naming the file and the commands that restore or rebuild
-  it. Once unpacked, an entry is an ordinary cache entry: the cache checks its manifest (settings,
+- `install()` (run by `python -m helpers build` and `notebooks --build`, so by `make notebooks`, and by
+  `use()` in the setup cell of every notebook, so a notebook opened in JupyterLab uses it too) checks
+  every archive against its checksum first, then unpacks the entries the cache does not already hold.
+  A file that fails its checksum stops it with a `ValueError` naming the file and the commands that
+  restore or rebuild it. Once unpacked, an entry is an ordinary cache entry: the cache checks its manifest (settings,
   builder version, package versions, upstream entries, file checksums) before every use, and
   rebuilds it when anything differs, so a changed setting never shows a shipped number.
 - `pack()` (`python -m helpers pack`, after a complete build and notebook run) writes the archives.
@@ -250,8 +250,7 @@ def use() -> str:
         install()
     except ValueError as err:
         return f"{what}: NOT USED: {err}"
-    entries = [e for info in index["archives"].values() for e in info["entries"]]
-    usable = sum(artifacts.entry_problem(e) is None for e in entries)
+    usable, entries = in_use(index)
     if config.fast_mode():  # its entries hold several settings (FAST_OVERRIDES): not all can be in use at once
         return (f"{what}: verified, {usable} of {len(entries)} shipped entries usable with these settings "
                 "(small sizes for the tests; the others: other settings the tests use, or code changed since)")
@@ -259,6 +258,22 @@ def use() -> str:
             + ("" if usable == len(entries) else
                " (the others: a setting, the code or the thread count changed since they were built)")
             + versions_note(index))
+
+
+def in_use(index: dict) -> tuple[int, list[dict]]:
+    """How many of the shipped entries `index` lists are valid with this code and these settings, and them all."""
+    entries = [e for info in index["archives"].values() for e in info["entries"]]
+    return sum(artifacts.entry_problem(e) is None for e in entries), entries
+
+
+def complete() -> bool:
+    """Whether the shipped world is installed and every entry of it is in use: then it holds everything the
+    notebooks read (it was packed from what they read, and the output check runs them on it alone)."""
+    index = read_index() if os.environ.get("HELPERS_SHIPPED", "1") != "0" else None
+    if index is None or config.fast_mode():
+        return False
+    usable, entries = in_use(index)
+    return usable == len(entries)
 
 
 def versions_note(index: dict) -> str:
