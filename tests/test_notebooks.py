@@ -64,6 +64,7 @@ def test_notebooks_run_in_fast_mode():
     assert os.environ.get("HELPERS_FAST") == "1"
     for nb in run_together(in_chapters(OTHER_CHAPTERS), timeout=600):
         assert_checks_pass(nb)
+        assert_counted_from_1(nb)
 
 
 def assert_checks_pass(nb):
@@ -168,20 +169,33 @@ def test_make_notebooks_builds_only_what_the_shipped_world_lacks(monkeypatch, ca
     assert list(ran)[0].name.startswith("00") and "s" in capsys.readouterr().out
 
 
-@pytest.mark.slow
-def test_notebooks_sharing_a_kernel_start_clean(tmp_path):
-    """Between two notebooks in one kernel (`run_together`): an empty namespace, cells counted from 1 again,
-    and a setting left changed stops the run, naming it."""
-    from nbclient.exceptions import CellExecutionError
+def test_notebooks_sharing_a_kernel_start_clean():
+    """What runs between two notebooks in one kernel (`run_together`'s `_BETWEEN`), in an IPython shell:
+    an empty namespace, cells counted from 1 again, and a setting left changed stops the run, naming it
+    (one given by HELPERS_OVERRIDES stays). The kernels' counts: `assert_counted_from_1`."""
+    from IPython.core.interactiveshell import InteractiveShell
 
-    cells = {"a": ["x = 1", "x"], "b": ["print('x' in dir())"],
-             "c": ["from helpers import config\nconfig.override('self_consistency', num_beams=5)"], "d": ["1"]}
-    paths = []
-    for name, sources in cells.items():
-        paths.append(tmp_path / f"{name}.ipynb")
-        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in sources]), paths[-1])
-    seen = {}
-    with pytest.raises(CellExecutionError, match="left settings changed.*num_beams"):
-        run_together(paths, timeout=120, done=lambda path, nb, seconds: seen.update({path.stem: nb}))
-    assert [c.execution_count for c in seen["b"].cells] == [1] == [c.execution_count for c in seen["c"].cells]
-    assert seen["b"].cells[0].outputs[0]["text"] == "False\n" and "d" not in seen
+    from helpers import config
+    from helpers.build.cli import _BETWEEN
+    from helpers.config import recorded
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("x = 1", store_history=True)
+        config.override("self_consistency", num_beams=5)
+        left = shell.run_cell(_BETWEEN, store_history=True)
+        assert isinstance(left.error_in_exec, AssertionError) and "num_beams" in str(left.error_in_exec)
+        assert config.overrides() == {}  # the environment's settings again
+        assert shell.run_cell(_BETWEEN, store_history=True).success
+        after = shell.run_cell("'x' in dir()", store_history=True)
+        assert after.execution_count == 1 and after.result is False
+    finally:
+        config.reset()
+        recorded.overrides_from_environment()
+        InteractiveShell.clear_instance()
+
+
+def assert_counted_from_1(nb) -> None:
+    """A notebook run after another in one kernel counts its cells from 1, as a fresh kernel does."""
+    counts = [c.execution_count for c in nb.cells if c.cell_type == "code" and c.execution_count]
+    assert counts == list(range(1, len(counts) + 1)), counts[:5]
