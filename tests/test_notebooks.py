@@ -174,12 +174,14 @@ def test_notebooks_sharing_a_kernel_start_clean():
     an empty namespace, cells counted from 1 again, and a setting left changed stops the run, naming it
     (one given by HELPERS_OVERRIDES stays). The kernels' counts: `assert_counted_from_1`."""
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
     from helpers import config
     from helpers.build.cli import _BETWEEN
     from helpers.config import recorded
 
-    shell = InteractiveShell.instance()
+    saved = sys.modules["__main__"], sys.displayhook, sys.excepthook  # the shell replaces them
+    shell = InteractiveShell.instance(config=Config({"HistoryManager": {"enabled": False}}))
     try:
         shell.run_cell("x = 1", store_history=True)
         config.override("self_consistency", num_beams=5)
@@ -193,6 +195,7 @@ def test_notebooks_sharing_a_kernel_start_clean():
         config.reset()
         recorded.overrides_from_environment()
         InteractiveShell.clear_instance()
+        sys.modules["__main__"], sys.displayhook, sys.excepthook = saved  # a later spawn needs __main__
 
 
 def assert_counted_from_1(nb) -> None:
