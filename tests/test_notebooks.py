@@ -146,6 +146,7 @@ def test_make_notebooks_builds_only_what_the_shipped_world_lacks(monkeypatch, ca
     """`notebooks --build` (make notebooks) builds first only where the shipped world is not wholly in use,
     then runs each notebook once: two threads, each with one kernel, taking notebooks from one queue."""
     import threading
+    import time
 
     import helpers.build.cli as main
 
@@ -167,6 +168,22 @@ def test_make_notebooks_builds_only_what_the_shipped_world_lacks(monkeypatch, ca
     main.run_notebooks(NOTEBOOKS, save=False, jobs=2)
     assert sorted(ran) == sorted(NOTEBOOKS) and threading.get_ident() not in ran.values()
     assert list(ran)[0].name.startswith("00") and "s" in capsys.readouterr().out
+
+    kernels = []
+
+    def one_fails(paths, timeout, done):  # the first kernel's first notebook fails after a while
+        kernels.append(threading.get_ident())
+        for path in paths:
+            time.sleep(0.2 if len(kernels) == 1 else 0.02)
+            if kernels[0] == threading.get_ident():
+                raise RuntimeError("a cell failed")
+            ran[path] = kernels[-1]
+
+    ran.clear()
+    monkeypatch.setattr(main, "run_together", one_fails)
+    with pytest.raises(RuntimeError, match="a cell failed"):
+        main.run_notebooks(NOTEBOOKS, save=False, jobs=2)
+    assert 0 < len(ran) < len(NOTEBOOKS) - 2  # the other kernel stopped with the queue
 
 
 def test_notebooks_sharing_a_kernel_start_clean():

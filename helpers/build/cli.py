@@ -294,7 +294,7 @@ def prepare() -> None:
 def run_notebooks(paths: list[Path], save: bool, jobs: int = 1) -> None:
     """Execute `paths`, saving each (unless not `save`), with `jobs` threads: each starts one kernel and runs
     the notebooks it takes from a shared queue one after another in it (`run_together`), so the imports are
-    paid once per thread instead of once per notebook (about 3 minutes of `make notebooks` on two cores).
+    paid once per thread instead of once per notebook (about 2 minutes of `make notebooks` on two cores).
     Which notebook follows which depends on timing, and the committed outputs do not: the output check
     (tests/test_outputs.py) runs them in another order, and a fresh clone's `make notebooks` leaves
     `git status` clean. Chapter 00 (it trains a model live) and the last chapters (the longest builds) go
@@ -313,6 +313,14 @@ def run_notebooks(paths: list[Path], save: bool, jobs: int = 1) -> None:
             _save(path, nb, metadata[path])
         print(f"{path.relative_to(NOTEBOOK_DIR)}: {seconds:.1f} s", flush=True)
 
+    def work() -> None:
+        try:
+            run_together(iter(take, None), 1800, done)
+        except BaseException:
+            with lock:
+                queue.clear()  # a failed notebook stops the run: the other kernels finish theirs, then stop
+            raise
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for future in [pool.submit(run_together, iter(take, None), 1800, done) for _ in range(jobs)]:
+        for future in [pool.submit(work) for _ in range(jobs)]:
             future.result()
