@@ -164,10 +164,35 @@ def run_together(paths, timeout: int = 1800, done=None) -> list:
     return nbs
 
 
-def _save(path: Path, nb, metadata) -> None:
-    """Write an executed notebook over `path` with its committed `metadata` (the kernel's Python version is no
-    result: another Python rewrites only outputs); a twin's learner copy is rewritten from it."""
-    nb.metadata = metadata
+LIVE_FIGURE = "live-figure"  # the tag of a cell whose figure draws a model trained live in the notebook
+
+
+def keep_live_figures(committed, executed) -> int:
+    """Give `executed`'s `live-figure` cells the committed images where their code and every other output are
+    unchanged; returns how many images were kept. Such a figure draws a training run's values, whose last bits
+    differ between processor classes (docs/platforms.md): redrawn elsewhere, the same curve would change the
+    PNG's bytes and nothing a reader can see. Changed code, or a printed number that moved, redraws it."""
+    kept = 0
+    for old, new in zip(committed.cells, executed.cells):
+        if LIVE_FIGURE not in old.get("metadata", {}).get("tags", []) or old.source != new.source:
+            continue
+        pairs = list(zip(old.get("outputs", []), new.get("outputs", [])))
+        images = [(a, b) for a, b in pairs if "image/png" in a.get("data", {}) and "image/png" in b.get("data", {})]
+        others = [(a, b) for a, b in pairs if (a, b) not in images]
+        if len(old.get("outputs", [])) != len(new.get("outputs", [])) or any(a != b for a, b in others):
+            continue
+        for a, b in images:
+            b["data"]["image/png"] = a["data"]["image/png"]
+            kept += 1
+    return kept
+
+
+def _save(path: Path, nb, committed) -> None:
+    """Write an executed notebook over `path` with its committed notebook's metadata (the kernel's Python version
+    is no result: another Python rewrites only outputs) and live figures (`keep_live_figures`); a twin's
+    learner copy is rewritten from it."""
+    keep_live_figures(committed, nb)
+    nb.metadata = copy.deepcopy(committed.metadata)
     tmp = path.with_suffix(".ipynb.tmp")
     nbformat.write(nb, tmp)
     os.replace(tmp, path)
@@ -188,7 +213,7 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
     """Execute one notebook in a fresh kernel (in the notebooks folder, also for an answer twin);
     returns seconds (or, with `keep`, the executed notebook). Saving a twin also writes its learner's copy."""
     nb = _read_checked(path) if inplace else nbformat.read(path, as_version=4)
-    committed_metadata = copy.deepcopy(nb.metadata)
+    committed = copy.deepcopy(nb)
     folder = twins.student_path(path).parent if twins.is_twin(path) else path.parent
     start = time.perf_counter()
     _client(nb, folder, timeout).execute(env=_kernel_env())
@@ -196,9 +221,9 @@ def run_notebook(path: Path, inplace: bool, timeout: int = 1800, keep: bool = Fa
     join_streams(nb)
     explorers.strip_widgets(nb)
     if inplace:
-        _save(path, nb, committed_metadata)
+        _save(path, nb, committed)
     else:
-        nb.metadata = committed_metadata
+        nb.metadata = committed.metadata
     return nb if keep else seconds
 
 
@@ -299,7 +324,7 @@ def run_notebooks(paths: list[Path], save: bool, jobs: int = 1) -> None:
     (tests/test_outputs.py) runs them in another order, and a fresh clone's `make notebooks` leaves
     `git status` clean. Chapter 00 (it trains a model live) and the last chapters (the longest builds) go
     first and the short middle ones last, so that both threads finish together."""
-    metadata = {path: copy.deepcopy(_read_checked(path).metadata) for path in paths}
+    committed = {path: _read_checked(path) for path in paths}
     first = [p for p in paths if p.name.startswith("00")]
     queue = [*first, *reversed([p for p in paths if p not in first])]
     lock = threading.Lock()
@@ -310,7 +335,7 @@ def run_notebooks(paths: list[Path], save: bool, jobs: int = 1) -> None:
 
     def done(path: Path, nb, seconds: float) -> None:
         if save:
-            _save(path, nb, metadata[path])
+            _save(path, nb, committed[path])
         print(f"{path.relative_to(NOTEBOOK_DIR)}: {seconds:.1f} s", flush=True)
 
     def work() -> None:
