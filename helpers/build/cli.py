@@ -167,6 +167,10 @@ def run_together(paths, timeout: int = 1800, done=None) -> list:
 LIVE_FIGURE = "live-figure"  # the tag of a cell whose figure draws a model trained live in the notebook
 
 
+def _has_png(output) -> bool:
+    return "image/png" in output.get("data", {})
+
+
 def keep_live_figures(committed, executed) -> int:
     """Give `executed`'s `live-figure` cells the committed images where their code and every other output are
     unchanged; returns how many images were kept. Such a figure draws a training run's values, whose last bits
@@ -176,10 +180,12 @@ def keep_live_figures(committed, executed) -> int:
     for old, new in zip(committed.cells, executed.cells):
         if LIVE_FIGURE not in old.get("metadata", {}).get("tags", []) or old.source != new.source:
             continue
-        pairs = list(zip(old.get("outputs", []), new.get("outputs", [])))
-        images = [(a, b) for a, b in pairs if "image/png" in a.get("data", {}) and "image/png" in b.get("data", {})]
-        others = [(a, b) for a, b in pairs if (a, b) not in images]
-        if len(old.get("outputs", [])) != len(new.get("outputs", [])) or any(a != b for a, b in others):
+        old_outputs, new_outputs = old.get("outputs", []), new.get("outputs", [])
+        if len(old_outputs) != len(new_outputs):
+            continue
+        pairs = list(zip(old_outputs, new_outputs))
+        images = [(a, b) for a, b in pairs if _has_png(a) and _has_png(b)]
+        if any(a != b for a, b in pairs if not (_has_png(a) and _has_png(b))):  # another output moved
             continue
         for a, b in images:
             b["data"]["image/png"] = a["data"]["image/png"]
